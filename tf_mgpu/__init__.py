@@ -1,0 +1,1 @@
+"""Data-parallel MNIST training with tf.distribute: one device, many GPUs, many machines."""

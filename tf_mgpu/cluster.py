@@ -1,0 +1,136 @@
+"""Which task this process is, read from TF_CONFIG, and a bound on waiting for peers.
+
+TF_CONFIG is the standard cluster spec that Kubernetes operators, Slurm
+wrappers and people set for tf.distribute; MultiWorkerMirroredStrategy reads
+it itself. This module reads the same variable first, without TensorFlow, so
+that a malformed one is reported in one line before any worker starts
+waiting for others.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+
+from tf_mgpu.errors import UserError
+
+_EXAMPLE = (
+    '{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+    '"task": {"type": "worker", "index": 0}}'
+)
+_TASK_TYPES = ("chief", "worker")
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """This process's place in the cluster; a lone process is worker 0 of 1."""
+
+    type: str = "worker"
+    index: int = 0
+    addresses: tuple[str, ...] = ()  # every task's host:port, chief first
+    has_chief: bool = False
+
+    @property
+    def num_workers(self) -> int:
+        return max(1, len(self.addresses))
+
+    @property
+    def is_chief(self) -> bool:
+        """The one task that prints epoch lines and writes into --model_dir."""
+        if self.has_chief:
+            return self.type == "chief"
+        return self.index == 0
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.index}"
+
+
+def _fail(problem: str) -> None:
+    raise UserError(f"TF_CONFIG {problem}; expected e.g. {_EXAMPLE}")
+
+
+def task_from_env(environ: Mapping[str, str] = os.environ) -> Task:
+    """Parses and checks TF_CONFIG; without it, this process is a cluster of one.
+
+    Raises UserError naming what is wrong, for anything
+    MultiWorkerMirroredStrategy would reject or hang on.
+    """
+    raw = environ.get("TF_CONFIG", "").strip()
+    if not raw:
+        return Task()
+    try:
+        spec = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise UserError(f"TF_CONFIG is not valid JSON ({e}); expected e.g. {_EXAMPLE}") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("cluster"), dict):
+        _fail("has no 'cluster' object")
+    cluster = spec["cluster"]
+    unsupported = sorted(set(cluster) - set(_TASK_TYPES))
+    if unsupported:
+        _fail(
+            f"names task types {unsupported}; MultiWorkerMirroredStrategy takes only "
+            f"'chief' and 'worker' (no parameter servers, no evaluator)"
+        )
+    for task_type in cluster:
+        hosts = cluster[task_type]
+        if not isinstance(hosts, list) or not hosts:
+            _fail(f"cluster '{task_type}' must be a non-empty list of 'host:port' strings")
+        for host in hosts:
+            if not _is_address(host):
+                _fail(f"cluster '{task_type}' has {host!r}, which is not 'host:port'")
+    if len(cluster.get("chief", [])) > 1:
+        _fail(f"names {len(cluster['chief'])} chiefs; a cluster has at most one")
+    addresses = tuple(cluster.get("chief", []) + cluster.get("worker", []))
+    if len(set(addresses)) != len(addresses):
+        _fail(f"lists an address twice in {list(addresses)}")
+    task = spec.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        _fail("has no 'task' object with 'type' and 'index'")
+    task_type, index = task["type"], task["index"]
+    if task_type not in cluster:
+        _fail(f"task type {task_type!r} is not in the cluster ({', '.join(sorted(cluster))})")
+    if not isinstance(index, int) or isinstance(index, bool):
+        _fail(f"task index {index!r} is not an integer")
+    count = len(cluster[task_type])
+    if not 0 <= index < count:
+        _fail(f"task index {index} is out of range: the cluster has {count} '{task_type}' tasks")
+    return Task(type=task_type, index=index, addresses=addresses, has_chief="chief" in cluster)
+
+
+def _is_address(host: object) -> bool:
+    if not isinstance(host, str) or ":" not in host:
+        return False
+    name, _, port = host.rpartition(":")
+    return bool(name) and port.isdigit() and 0 < int(port) < 65536
+
+
+# The watchdog is a separate process because the thing it bounds cannot be
+# interrupted from inside: MultiWorkerMirroredStrategy's constructor blocks
+# while holding the GIL (no Python thread or signal handler runs) and ignores
+# SIGTERM, so only a SIGKILL from outside ends it. The watchdog exits quietly
+# as soon as its stdin becomes readable: the parent wrote to it or died.
+_WATCHDOG = """
+import os, select, signal, sys
+parent, seconds, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+if not select.select([sys.stdin], [], [], seconds)[0]:
+    sys.stderr.write(message + "\\n")
+    sys.stderr.flush()
+    os.kill(parent, signal.SIGKILL)
+"""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float, message: str) -> Iterator[None]:
+    """Kills this process, after printing `message` to stderr, if the block outlasts `seconds`."""
+    watchdog = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(seconds), message],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        yield
+    finally:
+        watchdog.stdin.close()
+        watchdog.wait()

@@ -1,0 +1,138 @@
+"""Trains the seed's MNIST model on any tf.distribute strategy.
+
+  python -m tf_mgpu.main --strategy=mirrored                  # every local GPU, or the CPU
+  python -m tf_mgpu.main --flagfile=flags/cpu_smoke.cfg --manual_dir=DIR   # offline, seconds
+  TF_CONFIG=... python -m tf_mgpu.main --strategy=multi_worker_mirrored   # on every worker
+
+This is the only module that reads flags: it turns them into one
+`tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+from tf_mgpu.config import STRATEGIES, Config
+from tf_mgpu.errors import UserError
+
+_STRATEGY = flags.DEFINE_enum(
+    "strategy",
+    "mirrored",
+    STRATEGIES,
+    "mirrored: one replica per local GPU (or per logical CPU device), or per device of "
+    "every worker when TF_CONFIG names several; multi_worker_mirrored: the workers of "
+    "TF_CONFIG; one_device: the first GPU or the CPU; default: no distribution.",
+)
+_BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size",
+    64,
+    "Examples per replica per step. The global batch is this times the number of "
+    "replicas in sync, and is printed at start.",
+    lower_bound=1,
+)
+_EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training split.", lower_bound=1)
+_LEARNING_RATE = flags.DEFINE_float(
+    "learning_rate",
+    0.01,
+    "SGD learning rate, applied to the gradient of the mean loss over the global batch.",
+)
+_SEED = flags.DEFINE_integer(
+    "seed", 0, "Seeds the initial weights and every epoch's data order.", lower_bound=0
+)
+_DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "Where TFDS keeps prepared datasets; default: TFDS's own."
+)
+_MANUAL_DIR = flags.DEFINE_string(
+    "manual_dir",
+    None,
+    "Folder holding the four original MNIST .gz files: TFDS prepares the data from them "
+    "into --data_dir, once, with no network.",
+)
+_MODEL_DIR = flags.DEFINE_string(
+    "model_dir",
+    "/tmp/tf_mgpu",
+    "Where the chief writes summary.json, metrics.jsonl, flags.txt and model.weights.h5.",
+)
+_TRAIN_SPLIT = flags.DEFINE_string(
+    "train_split", "train", "TFDS split to train on, e.g. 'train[:10%]'."
+)
+_TEST_SPLIT = flags.DEFINE_string(
+    "test_split", "test", "TFDS split to evaluate on after every epoch; every example counts."
+)
+_NUM_CPU_DEVICES = flags.DEFINE_integer(
+    "num_cpu_devices",
+    1,
+    "Split the CPU into this many logical devices, so --strategy=mirrored runs that many "
+    "replicas on a machine without GPUs.",
+    lower_bound=1,
+)
+_STARTUP_TIMEOUT = flags.DEFINE_float(
+    "startup_timeout",
+    300.0,
+    "Seconds a multi-worker task waits for every other task of TF_CONFIG to start "
+    "before it exits with an error.",
+    lower_bound=1.0,
+)
+flags.register_validator(
+    "learning_rate", lambda rate: rate > 0, message="--learning_rate must be positive"
+)
+
+_ALL_FLAGS = (
+    _STRATEGY,
+    _BATCH_SIZE,
+    _EPOCHS,
+    _LEARNING_RATE,
+    _SEED,
+    _DATA_DIR,
+    _MANUAL_DIR,
+    _MODEL_DIR,
+    _TRAIN_SPLIT,
+    _TEST_SPLIT,
+    _NUM_CPU_DEVICES,
+    _STARTUP_TIMEOUT,
+)
+
+
+def config_from_flags() -> Config:
+    return Config(
+        strategy=_STRATEGY.value,
+        batch_size=_BATCH_SIZE.value,
+        epochs=_EPOCHS.value,
+        learning_rate=_LEARNING_RATE.value,
+        seed=_SEED.value,
+        data_dir=_DATA_DIR.value,
+        manual_dir=_MANUAL_DIR.value,
+        model_dir=_MODEL_DIR.value,
+        train_split=_TRAIN_SPLIT.value,
+        test_split=_TEST_SPLIT.value,
+        num_cpu_devices=_NUM_CPU_DEVICES.value,
+        startup_timeout=_STARTUP_TIMEOUT.value,
+    )
+
+
+def flagfile_text() -> str:
+    """A flagfile that replays this run: `--flagfile=MODEL_DIR/flags.txt`."""
+    lines = (flags.FLAGS[holder.name].serialize() for holder in _ALL_FLAGS)
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    config = config_from_flags()
+    if not flags.FLAGS["verbosity"].present:
+        # TensorFlow and TFDS log every traced collective and file read at INFO,
+        # burying the epoch lines; --verbosity=0 brings them back.
+        logging.set_verbosity(logging.WARNING)
+    # Imported here, after flags parse, so --help and flag errors do not wait for TensorFlow.
+    from tf_mgpu import train
+
+    try:
+        train.run(config, flagfile=flagfile_text())
+    except UserError as e:
+        print(f"tf_mgpu: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,55 @@
+"""The strategy factory: a flag value and this task in, a real tf.distribute.Strategy out."""
+
+import contextlib
+
+import tensorflow as tf
+
+from tf_mgpu import cluster, devices
+from tf_mgpu.config import STRATEGIES
+from tf_mgpu.errors import UserError
+
+
+def resolve(name: str, task: cluster.Task) -> str:
+    """The strategy to build for `name` in this cluster.
+
+    `mirrored` means "mirror over every device I am given": when TF_CONFIG
+    names several tasks, those devices span machines, so it becomes
+    `multi_worker_mirrored`. Single-device strategies cannot span a cluster;
+    running them on every task would train independent models that overwrite
+    each other's outputs, so that is refused.
+    """
+    if name not in STRATEGIES:
+        raise UserError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+    if task.num_workers == 1:
+        return name
+    if name in ("mirrored", "multi_worker_mirrored"):
+        return "multi_worker_mirrored"
+    raise UserError(
+        f"--strategy={name} trains on one device, but TF_CONFIG names {task.num_workers} "
+        f"tasks; use --strategy=multi_worker_mirrored, or unset TF_CONFIG"
+    )
+
+
+def create(name: str, task: cluster.Task, *, startup_timeout: float) -> tf.distribute.Strategy:
+    """Builds the strategy; must run before any other TensorFlow op.
+
+    A multi-worker strategy waits in its constructor until every task in
+    TF_CONFIG has connected; `startup_timeout` bounds that wait.
+    """
+    name = resolve(name, task)
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices.replica_devices())
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(devices.replica_devices()[0])
+    if name == "default":
+        return tf.distribute.get_strategy()
+    waiting = contextlib.nullcontext()
+    if task.num_workers > 1:
+        waiting = cluster.deadline(
+            startup_timeout,
+            f"tf_mgpu: error: {task} waited {startup_timeout:g} s for the other tasks of "
+            f"TF_CONFIG ({', '.join(task.addresses)}); start all {task.num_workers}, check "
+            f"the addresses and ports, or raise --startup_timeout",
+        )
+    with waiting:
+        return tf.distribute.MultiWorkerMirroredStrategy()
