@@ -1,0 +1,111 @@
+"""TF_CONFIG parsing and the start-up deadline."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tf_mgpu import cluster
+from tf_mgpu.errors import UserError
+
+TWO_WORKERS = {"worker": ["localhost:2001", "localhost:2002"]}
+
+
+def tf_config(cluster_spec: dict, task_type: str, index: int) -> dict:
+    return {
+        "TF_CONFIG": json.dumps(
+            {"cluster": cluster_spec, "task": {"type": task_type, "index": index}}
+        )
+    }
+
+
+def test_no_tf_config_is_a_cluster_of_one_chief():
+    task = cluster.task_from_env({})
+    assert (task.num_workers, task.is_chief, str(task)) == (1, True, "worker:0")
+
+
+def test_worker_zero_is_chief_without_a_chief_task():
+    first = cluster.task_from_env(tf_config(TWO_WORKERS, "worker", 0))
+    second = cluster.task_from_env(tf_config(TWO_WORKERS, "worker", 1))
+    assert (first.num_workers, first.is_chief, second.is_chief) == (2, True, False)
+
+
+def test_chief_task_is_the_only_chief():
+    spec = {"chief": ["localhost:2000"], **TWO_WORKERS}
+    chief = cluster.task_from_env(tf_config(spec, "chief", 0))
+    worker0 = cluster.task_from_env(tf_config(spec, "worker", 0))
+    assert (chief.num_workers, chief.is_chief, worker0.is_chief) == (3, True, False)
+    assert chief.addresses[0] == "localhost:2000", "the chief's address comes first"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"task": {"type": "worker", "index": 0}}), "no 'cluster'"),
+        (json.dumps({"cluster": {"ps": ["h:1"], **TWO_WORKERS}}), "'ps'"),
+        (json.dumps({"cluster": {"worker": ["nohost"]}}), "'nohost'"),
+        (json.dumps({"cluster": {"worker": ["h:1", "h:1"]}}), "twice"),
+        (json.dumps({"cluster": {"chief": ["a:1", "b:1"]}}), "2 chiefs"),
+        (json.dumps({"cluster": TWO_WORKERS}), "no 'task'"),
+        (json.dumps({"cluster": TWO_WORKERS, "task": {"type": "chief", "index": 0}}), "'chief'"),
+        (json.dumps({"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 2}}), "index 2"),
+        (json.dumps({"cluster": TWO_WORKERS, "task": {"type": "worker", "index": True}}), "True"),
+    ],
+    ids=[
+        "json",
+        "no_cluster",
+        "ps",
+        "address",
+        "duplicate",
+        "two_chiefs",
+        "no_task",
+        "type",
+        "index_range",
+        "index_type",
+    ],
+)
+def test_bad_tf_config_is_one_user_error_with_an_example(raw, expected):
+    with pytest.raises(UserError) as error:
+        cluster.task_from_env({"TF_CONFIG": raw})
+    message = str(error.value)
+    assert expected in message, message
+    assert "expected e.g." in message, message
+    assert "\n" not in message, message
+
+
+def test_index_error_names_both_numbers():
+    with pytest.raises(UserError, match=r"index 5 is out of range: the cluster has 2 'worker'"):
+        cluster.task_from_env(tf_config(TWO_WORKERS, "worker", 5))
+
+
+def _python(code: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )
+    return done, time.monotonic() - started
+
+
+def test_deadline_kills_a_process_stuck_past_it():
+    code = (
+        "import time\nfrom tf_mgpu import cluster\n"
+        "with cluster.deadline(1, 'stuck: gave up'):\n    time.sleep(60)\n"
+    )
+    done, seconds = _python(code, timeout=50)
+    assert done.returncode == -signal.SIGKILL, done
+    assert done.stderr.strip().endswith("stuck: gave up"), done.stderr
+    assert seconds < 30, f"took {seconds:.0f} s to kill a block bounded at 1 s"
+
+
+def test_deadline_leaves_a_prompt_block_alone():
+    code = (
+        "from tf_mgpu import cluster\n"
+        "with cluster.deadline(30, 'never printed'):\n    pass\nprint('after')\n"
+    )
+    done, seconds = _python(code, timeout=50)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "after", ""), done
+    assert seconds < 20, f"waited {seconds:.0f} s for the watchdog after the block ended"
