@@ -49,3 +49,4 @@ def test_create_returns_a_real_strategy(name, kind, replicas):
     strategy = strategies.create(name, ALONE, startup_timeout=10)
     assert isinstance(strategy, kind)
     assert strategy.num_replicas_in_sync == replicas
+    assert strategies.name_of(strategy) == name

@@ -4,9 +4,12 @@
   python -m tf_mgpu.main --flagfile=flags/cpu_smoke.cfg --manual_dir=DIR   # offline, seconds
   TF_CONFIG=... python -m tf_mgpu.main --strategy=multi_worker_mirrored   # on every worker
 
-This is the only module that reads flags: it turns them into one
-`tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
+Offline, --manual_dir names a folder with the four original MNIST .gz files.
+Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) go to --model_dir.
 """
+
+# This is the only module that reads flags: it turns them into one
+# `tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
 
 import sys
 

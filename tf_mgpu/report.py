@@ -9,6 +9,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_mgpu import strategies
+
 SUMMARY = "summary.json"
 METRICS = "metrics.jsonl"
 FLAGS = "flags.txt"
@@ -19,7 +21,7 @@ def start_line(strategy: tf.distribute.Strategy, task: str, batch_size: int) -> 
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategy.extended.worker_devices)
     return (
-        f"tf_mgpu start: strategy={type(strategy).__name__} task={task} replicas={replicas} "
+        f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={batch_size}/replica global_batch={batch_size * replicas}"
     )
 

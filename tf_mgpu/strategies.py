@@ -30,6 +30,19 @@ def resolve(name: str, task: cluster.Task) -> str:
     )
 
 
+def name_of(strategy: tf.distribute.Strategy) -> str:
+    """The --strategy value that builds a strategy of this kind.
+
+    Class names mislead: MultiWorkerMirroredStrategy's is CollectiveAllReduceStrategy.
+    """
+    kinds = (
+        ("multi_worker_mirrored", tf.distribute.MultiWorkerMirroredStrategy),
+        ("mirrored", tf.distribute.MirroredStrategy),
+        ("one_device", tf.distribute.OneDeviceStrategy),
+    )
+    return next((name for name, kind in kinds if isinstance(strategy, kind)), "default")
+
+
 def create(name: str, task: cluster.Task, *, startup_timeout: float) -> tf.distribute.Strategy:
     """Builds the strategy; must run before any other TensorFlow op.
 

@@ -187,7 +187,7 @@ def _summary(
 ) -> dict:
     train_seconds = sum(record["seconds"] for record in history)
     return {
-        "strategy": type(strategy).__name__,
+        "strategy": strategies.name_of(strategy),
         "task": str(task),
         "num_workers": task.num_workers,
         "replicas": strategy.num_replicas_in_sync,

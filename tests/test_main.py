@@ -1,0 +1,267 @@
+"""The command as users run it: flags, presets, user errors, outputs, real clusters."""
+
+import json
+import pathlib
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from absl import flags
+from absl.testing import flagsaver
+
+from tests import support
+from tf_mgpu import data, main, model, train
+from tf_mgpu.config import Config
+
+PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
+WEIGHTS_LINE = re.compile(r"^tf_mgpu weights: task=(\S+) sha256=([0-9a-f]{64})$", re.M)
+
+
+def quick(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """Runs main where it fails before TensorFlow is imported."""
+    return subprocess.run(
+        support.main_command(*args),
+        cwd=support.ROOT,
+        env=support.environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def digests(finished: support.Finished) -> dict[str, str]:
+    return dict(WEIGHTS_LINE.findall(finished.stdout))
+
+
+def test_helpfull_explains_every_flag():
+    done = quick(["--helpfull"])  # absl exits 1 after printing help
+    assert "Trains the seed's MNIST model" in done.stdout, done.stderr
+    for holder in main._ALL_FLAGS:
+        assert f"--{holder.name}" in done.stdout, holder.name
+    assert "The global batch is this times" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--batch_size=0"], "batch_size"),
+        (["--epochs=-1"], "epochs"),
+        (["--learning_rate=0"], "learning_rate must be positive"),
+        (["--strategy=horovod"], "<mirrored|multi_worker_mirrored|one_device|default>"),
+        (["--num_cpu_devices=0"], "num_cpu_devices"),
+        (["--no_such_flag=1"], "no_such_flag"),
+        (["stray_argument"], "unexpected arguments: stray_argument"),
+    ],
+    ids=["batch_size", "epochs", "learning_rate", "strategy", "cpu_devices", "unknown", "stray"],
+)
+def test_bad_flags_fail_fast_naming_the_flag(args, named):
+    done = quick(args)
+    assert done.returncode != 0
+    assert named in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def preset_header(path: pathlib.Path) -> str:
+    lines = path.read_text().splitlines()
+    return "\n".join(line for line in lines if line.startswith("#"))
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=[p.stem for p in PRESETS])
+def test_preset_parses_and_says_how_to_run_it(path):
+    header = preset_header(path)
+    assert path.read_text().startswith("#"), "a preset starts with its comment lines"
+    assert f"python -m tf_mgpu.main --flagfile=flags/{path.name}" in header, header
+    assert "Expected:" in header, header
+    with flagsaver.flagsaver():
+        flags.FLAGS(["tf_mgpu", f"--flagfile={path}"])
+        config = main.config_from_flags()
+    assert isinstance(config, Config)
+
+
+def test_the_four_promised_presets_exist():
+    assert {p.stem for p in PRESETS} >= {"default", "cpu_smoke", "multi_worker", "accuracy97"}
+
+
+def test_recorded_flagfile_replays_the_same_config(tmp_path):
+    with flagsaver.flagsaver():
+        flags.FLAGS(["tf_mgpu", f"--flagfile={support.ROOT / 'flags' / 'cpu_smoke.cfg'}"])
+        recorded, config = main.flagfile_text(), main.config_from_flags()
+    (tmp_path / "flags.txt").write_text(recorded)
+    with flagsaver.flagsaver():
+        flags.FLAGS(["tf_mgpu", f"--flagfile={tmp_path / 'flags.txt'}"])
+        assert main.config_from_flags() == config
+
+
+def earlier_run(model_dir: pathlib.Path) -> dict[str, str]:
+    """Files an earlier run left in `model_dir`, which a failing run must not touch."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    files = {"summary.json": '{"test_accuracy": 0.97}\n', "flags.txt": "--epochs=10\n"}
+    for name, text in files.items():
+        (model_dir / name).write_text(text)
+    return files
+
+
+def assert_untouched(model_dir: pathlib.Path, files: dict[str, str]) -> None:
+    assert {p.name: p.read_text() for p in model_dir.iterdir()} == files
+
+
+def assert_one_line_user_error(finished: support.Finished, expected: str) -> None:
+    assert finished.returncode == 2, finished.tail()
+    assert "Traceback" not in finished.stderr, finished.tail()
+    last = finished.stderr.strip().splitlines()[-1]
+    assert last.startswith("tf_mgpu: error: "), finished.tail()
+    assert expected in last, finished.tail()
+
+
+TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
+
+
+@pytest.mark.parametrize(
+    ("args", "tf_config", "expected"),
+    [
+        ([], "not json", "TF_CONFIG is not valid JSON"),
+        ([], {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 2}}, "index 2"),
+        (
+            ["--strategy=one_device"],
+            {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 0}},
+            "--strategy=one_device trains on one device",
+        ),
+        (["--manual_dir=/nonexistent"], None, "--manual_dir=/nonexistent lacks"),
+        (["--train_split=train[:10]"], None, "has 10 examples, fewer than one global batch of 64"),
+        (["--test_split=validation"], None, "--test_split=validation is not a valid TFDS split"),
+    ],
+    ids=["tf_config_json", "tf_config_index", "one_device_cluster", "manual_dir", "batch", "split"],
+)
+def test_user_errors_are_one_line_and_keep_earlier_outputs(
+    tmp_path, mnist_data_dir, args, tf_config, expected
+):
+    files = earlier_run(tmp_path / "model")
+    if isinstance(tf_config, str):
+        env = {**support.environment(), "TF_CONFIG": tf_config}
+        command = support.main_command(
+            f"--data_dir={mnist_data_dir}", f"--model_dir={tmp_path / 'model'}", *args
+        )
+        done = support.run_processes({"main": (command, env)}, tmp_path / "logs", 120)["main"]
+    else:
+        done = support.run_main(
+            [f"--data_dir={mnist_data_dir}", f"--model_dir={tmp_path / 'model'}", *args],
+            tmp_path / "logs",
+            timeout=120,
+            tf_config=tf_config,
+        )
+    assert_one_line_user_error(done, expected)
+    assert_untouched(tmp_path / "model", files)
+
+
+def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data_dir):
+    common = [
+        "--flagfile=flags/cpu_smoke.cfg",
+        f"--manual_dir={support.mnist_manual_dir()}",
+        f"--data_dir={mnist_data_dir}",
+    ]
+    first = support.run_main([*common, f"--model_dir={tmp_path / 'a'}"], tmp_path / "a_logs", 180)
+    assert first.returncode == 0, first.tail()
+    assert "replicas=2 " in first.stdout, first.tail()
+    assert "global_batch=128" in first.stdout, first.tail()
+    assert len(first.lines("epoch ")) == 2, first.tail()
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["test_examples"] == 2000
+    assert summary["test_accuracy"] >= 0.85, summary["history"]
+    assert summary["weights_sha256"] == digests(first)["worker:0"]
+
+    replay = support.run_main(
+        [f"--flagfile={tmp_path / 'a' / 'flags.txt'}", f"--model_dir={tmp_path / 'b'}"],
+        tmp_path / "b_logs",
+        180,
+    )
+    assert replay.returncode == 0, replay.tail()
+    assert digests(replay) == digests(first), "replaying flags.txt gave other weights"
+
+
+def cluster_args(tmp_path: pathlib.Path, data_dir: str, *extra: str):
+    """Per-task arguments: one small run, each task with its own --model_dir."""
+
+    def args(task: str) -> list[str]:
+        return [
+            "--strategy=multi_worker_mirrored",
+            f"--data_dir={data_dir}",
+            "--train_split=train[:4096]",
+            "--test_split=test[:1000]",
+            "--epochs=2",
+            "--batch_size=32",
+            "--learning_rate=0.1",
+            "--seed=5",
+            "--startup_timeout=120",
+            f"--model_dir={model_dir(tmp_path, task)}",
+            *extra,
+        ]
+
+    return args
+
+
+def model_dir(tmp_path: pathlib.Path, task: str) -> pathlib.Path:
+    return tmp_path / task.replace(":", "_")
+
+
+def assert_cluster_agrees(tmp_path, finished: dict, chief: str) -> dict:
+    """Every task finished with the same weights; only the chief printed epochs and wrote."""
+    tails = "\n".join(f.tail() for f in finished.values())
+    for f in finished.values():
+        assert f.returncode == 0, tails
+    seen = {task: digests(f).get(task) for task, f in finished.items()}
+    assert len(set(seen.values())) == 1, f"tasks ended with different weights: {seen}\n{tails}"
+    for task, f in finished.items():
+        wrote = model_dir(tmp_path, task).exists()
+        assert wrote == (task == chief), f"{task} wrote outputs: {wrote}\n{tails}"
+        assert bool(f.lines("epoch ")) == (task == chief), tails
+    summary = json.loads((model_dir(tmp_path, chief) / "summary.json").read_text())
+    assert summary["weights_sha256"] == seen[chief]
+    assert summary["test_examples"] == 1000, "evaluation missed examples of another worker"
+    return summary
+
+
+@pytest.mark.cluster
+def test_two_workers_train_one_model_equal_to_one_device(tmp_path, mnist_data_dir):
+    spec = support.cluster_spec(workers=2)
+    finished = support.run_cluster(
+        spec, cluster_args(tmp_path, mnist_data_dir), tmp_path / "logs", timeout=300
+    )
+    summary = assert_cluster_agrees(tmp_path, finished, chief="worker:0")
+    assert (summary["strategy"], summary["num_workers"], summary["replicas"]) == (
+        "multi_worker_mirrored",
+        2,
+        2,
+    )
+    assert summary["global_batch"] == 64
+
+    # One device at the same global batch, same seed, same data: the same weights.
+    config = Config(batch_size=64, epochs=2, learning_rate=0.1, seed=5)
+    datasets = data.load_mnist(mnist_data_dir, None, "train[:4096]", "test[:1000]")
+    one = train.run(config, strategy=support.cpu_strategy(1), datasets=datasets).model
+    cluster = model.build_model()
+    cluster.load_weights(model_dir(tmp_path, "worker:0") / "model.weights.h5")
+    for a, b, weight in zip(cluster.weights, one.weights, one.weights, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, rtol=0, err_msg=weight.path)
+
+
+@pytest.mark.cluster
+def test_a_chief_and_two_workers_agree(tmp_path, mnist_data_dir):
+    spec = support.cluster_spec(workers=2, chief=True)
+    finished = support.run_cluster(
+        spec, cluster_args(tmp_path, mnist_data_dir), tmp_path / "logs", timeout=300
+    )
+    summary = assert_cluster_agrees(tmp_path, finished, chief="chief:0")
+    assert (summary["num_workers"], summary["replicas"]) == (3, 3)
+
+
+@pytest.mark.cluster
+def test_a_worker_whose_peer_never_starts_gives_up_in_time(tmp_path, mnist_data_dir):
+    spec = support.cluster_spec(workers=2)
+    files = earlier_run(model_dir(tmp_path, "worker:0"))
+    args = cluster_args(tmp_path, mnist_data_dir, "--startup_timeout=5")("worker:0")
+    tf_config = {"cluster": spec, "task": {"type": "worker", "index": 0}}
+    done = support.run_main(args, tmp_path / "logs", timeout=120, tf_config=tf_config)
+    assert done.returncode != 0, done.tail()
+    assert "worker:0 waited 5 s for the other tasks" in done.stderr, done.tail()
+    assert_untouched(model_dir(tmp_path, "worker:0"), files)
