@@ -1,11 +1,13 @@
 """MNIST loading and the per-replica input pipelines."""
 
 import gzip
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import support
 from tests.support import mnist_manual_dir
 from tf_mgpu import data
 from tf_mgpu.errors import UserError
@@ -49,6 +51,23 @@ def test_unpreparable_data_dir_is_a_user_error(tmp_path):
     blocker.write_text("")
     with pytest.raises(UserError, match=r"could not prepare MNIST.*--manual_dir"):
         data.load_mnist(str(blocker), None)
+
+
+def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
+    # Two workers on one machine, one TFDS data dir, both preparing at once.
+    code = (
+        "import sys\nfrom tf_mgpu import data\n"
+        "m = data.load_mnist(sys.argv[1], sys.argv[2], 'train[:10]', 'test[:10]')\n"
+        "print('loaded', len(m.train), len(m.test))\n"
+    )
+    command = [sys.executable, "-c", code, str(tmp_path / "tfds"), str(mnist_manual_dir())]
+    env = support.environment()
+    finished = support.run_processes(
+        {f"worker{i}": (command, env) for i in range(2)}, tmp_path / "logs", timeout=240
+    )
+    for f in finished.values():
+        assert f.returncode == 0, f.tail()
+        assert f.stdout.strip().splitlines()[-1] == "loaded 10 10", f.tail()
 
 
 def test_bad_split_is_a_user_error(mnist_data_dir):

@@ -66,23 +66,34 @@ def load_mnist(
     tfds.disable_progress_bar()
     builder = tfds.builder("mnist", data_dir=data_dir)
     if not builder.is_prepared():
-        _prepare(builder, manual_dir)
+        builder = _prepare(builder, manual_dir)
     return Mnist(
         train=_read_split(builder, train_split, "--train_split"),
         test=_read_split(builder, test_split, "--test_split"),
     )
 
 
-def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> None:
+def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.core.DatasetBuilder:
+    """Prepares MNIST; returns a builder that reads the prepared data."""
     try:
         builder.download_and_prepare(
             download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
         )
-    except OSError as e:  # no network, checksum mismatch, unwritable data_dir
+        return builder
+    except OSError as e:  # no network, checksum mismatch, unwritable data_dir, or a race
+        # Workers sharing a data_dir on one machine prepare it at once; TFDS
+        # lets the first finish and fails the others' final rename.
+        again = tfds.builder("mnist", data_dir=builder.data_dir_root)
+        if again.is_prepared():
+            return again
+        fix = (
+            "check that --data_dir is writable and --manual_dir holds the original files"
+            if manual_dir
+            else "offline, pass --manual_dir=DIR where DIR holds the four MNIST .gz files"
+        )
         raise UserError(
-            f"could not prepare MNIST in {builder.data_dir} ({type(e).__name__}: "
-            f"{str(e)[:200]}); offline, pass --manual_dir=DIR where DIR holds the four "
-            f"MNIST .gz files"
+            f"could not prepare MNIST in {builder.data_dir} "
+            f"({type(e).__name__}: {str(e)[:200]}); {fix}"
         ) from None
 
 
