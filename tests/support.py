@@ -43,13 +43,20 @@ def cpu_strategy(replicas: int) -> tf.distribute.Strategy:
     names = [d.name for d in tf.config.list_logical_devices("CPU")][:replicas]
     if replicas == 1:
         return tf.distribute.OneDeviceStrategy(names[0])
-    # Each MirroredStrategy numbers its collective groups from 1 + this base, so
-    # a 4-replica strategy created after a 2-replica one in the same process
-    # joins the wrong group ("joining a group with size4, but that group has
-    # size 2"). TensorFlow's own tests move the base per strategy; a real run
-    # builds one strategy per process and never needs to.
-    tf.distribute.MirroredStrategy._collective_key_base += 10_000
+    fresh_collective_keys()
     return tf.distribute.MirroredStrategy(names)
+
+
+def fresh_collective_keys() -> None:
+    """Call before building another MirroredStrategy in this process.
+
+    Each MirroredStrategy numbers its collective groups from 1 + this base, so
+    a 4-replica strategy created after a 2-replica one in the same process
+    joins the wrong group ("joining a group with size4, but that group has
+    size 2"). TensorFlow's own tests move the base per strategy; a real run
+    builds one strategy per process and never needs to.
+    """
+    tf.distribute.MirroredStrategy._collective_key_base += 10_000
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from tf_mgpu.config import STRATEGIES, Config
+from tf_mgpu.config import Config
 
 
 def test_defaults_are_the_seed_recipe():
@@ -15,8 +15,3 @@ def test_defaults_are_the_seed_recipe():
 def test_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Config().epochs = 3
-
-
-def test_rejects_an_unknown_strategy_naming_the_valid_ones():
-    with pytest.raises(ValueError, match=", ".join(STRATEGIES)):
-        Config(strategy="horovod")

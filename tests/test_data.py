@@ -70,6 +70,17 @@ def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
         assert f.stdout.strip().splitlines()[-1] == "loaded 10 10", f.tail()
 
 
+def test_a_corrupt_manual_file_is_a_user_error(tmp_path):
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    for name in data.MANUAL_FILES:
+        (manual / name).symlink_to(mnist_manual_dir() / name)
+    (manual / data.MANUAL_FILES[1]).unlink()
+    (manual / data.MANUAL_FILES[1]).write_bytes(b"not the MNIST labels")
+    with pytest.raises(UserError, match=r"could not prepare MNIST.*uncorrupted"):
+        data.load_mnist(str(tmp_path / "tfds"), str(manual))
+
+
 def test_bad_split_is_a_user_error(mnist_data_dir):
     with pytest.raises(UserError, match=r"--train_split=train\[:abc\]"):
         data.load_mnist(mnist_data_dir, None, train_split="train[:abc]")
@@ -153,6 +164,15 @@ def test_evaluation_sees_every_example_once_per_pass(pipelines, per_pipeline):
         real = sorted(label for label, weight in seen if weight == 1)
         assert real == list(range(size)), "an example was skipped or seen twice"
         assert len(seen) == steps * global_batch, "replicas ran different numbers of steps"
+
+
+def test_a_later_first_epoch_starts_with_that_epochs_order():
+    size, global_batch = 100, 10
+    context = tf.distribute.InputContext(1, 0, 1)
+    dataset = data.train_dataset(numbered(size), global_batch, 5, 3, context, first_epoch=2)
+    batches = [labels for _, labels in dataset.as_numpy_iterator()]
+    assert len(batches) == size // global_batch, "epochs 0 and 1 were not skipped"
+    np.testing.assert_array_equal(np.concatenate(batches), data.epoch_order(size, 5, 2).numpy())
 
 
 def test_pixels_are_scaled_to_the_unit_interval(mnist):

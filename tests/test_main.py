@@ -130,8 +130,17 @@ TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
         (["--manual_dir=/nonexistent"], None, "--manual_dir=/nonexistent lacks"),
         (["--train_split=train[:10]"], None, "has 10 examples, fewer than one global batch of 64"),
         (["--test_split=validation"], None, "--test_split=validation is not a valid TFDS split"),
+        (["--model_dir=/dev/null/run"], None, "--model_dir=/dev/null/run cannot be created"),
     ],
-    ids=["tf_config_json", "tf_config_index", "one_device_cluster", "manual_dir", "batch", "split"],
+    ids=[
+        "tf_config_json",
+        "tf_config_index",
+        "one_device_cluster",
+        "manual_dir",
+        "batch",
+        "split",
+        "model_dir",
+    ],
 )
 def test_user_errors_are_one_line_and_keep_earlier_outputs(
     tmp_path, mnist_data_dir, args, tf_config, expected
@@ -238,11 +247,11 @@ def test_two_workers_train_one_model_equal_to_one_device(tmp_path, mnist_data_di
     # One device at the same global batch, same seed, same data: the same weights.
     config = Config(batch_size=64, epochs=2, learning_rate=0.1, seed=5)
     datasets = data.load_mnist(mnist_data_dir, None, "train[:4096]", "test[:1000]")
-    one = train.run(config, strategy=support.cpu_strategy(1), datasets=datasets).model
+    one = train.run(config, strategy=support.cpu_strategy(1), datasets=datasets).state.model
     cluster = model.build_model()
     cluster.load_weights(model_dir(tmp_path, "worker:0") / "model.weights.h5")
-    for a, b, weight in zip(cluster.weights, one.weights, one.weights, strict=True):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, rtol=0, err_msg=weight.path)
+    for a, b in zip(cluster.weights, one.weights, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, rtol=0, err_msg=b.path)
 
 
 @pytest.mark.cluster

@@ -3,8 +3,10 @@
 import json
 
 import numpy as np
+import pytest
 
 from tf_mgpu import model, report
+from tf_mgpu.errors import UserError
 
 RECORD = {
     "epoch": 3,
@@ -35,9 +37,10 @@ def test_outputs_without_model_dir_write_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_outputs_start_a_fresh_log_and_leave_no_partial_files(tmp_path):
+def test_outputs_replace_the_previous_run_and_leave_no_partial_files(tmp_path):
     (tmp_path / report.METRICS).write_text('{"epoch": 99}\n')
     outputs = report.Outputs(str(tmp_path))
+    outputs.check()
     outputs.begin("--epochs=2\n")
     outputs.epoch(RECORD)
     outputs.epoch({**RECORD, "epoch": 4})
@@ -49,6 +52,24 @@ def test_outputs_start_a_fresh_log_and_leave_no_partial_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [report.METRICS, report.FLAGS, report.SUMMARY, report.WEIGHTS]
     )
+
+
+def test_an_unfinished_run_leaves_the_previous_outputs_as_they_were(tmp_path):
+    previous = {report.SUMMARY: "{}\n", report.METRICS: '{"epoch": 1}\n', report.FLAGS: "--x\n"}
+    for name, text in previous.items():
+        (tmp_path / name).write_text(text)
+    outputs = report.Outputs(str(tmp_path))
+    outputs.check()
+    outputs.begin("--epochs=5\n")
+    outputs.epoch(RECORD)  # then the run dies: no finish()
+    for name, text in previous.items():
+        assert (tmp_path / name).read_text() == text, name
+
+
+def test_a_model_dir_that_cannot_be_created_is_a_user_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="cannot be created"):
+        report.Outputs(str(tmp_path / "file" / "run")).check()
 
 
 def test_weights_digest_sees_a_one_ulp_change():

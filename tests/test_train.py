@@ -2,11 +2,12 @@
 
 import dataclasses
 
+import keras
 import numpy as np
 import pytest
 
-from tests.support import cpu_strategy, subset
-from tf_mgpu import train
+from tests.support import cpu_strategy, fresh_collective_keys, subset
+from tf_mgpu import cluster, strategies, train
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 
@@ -17,15 +18,27 @@ def weights(model) -> list[np.ndarray]:
     return [np.array(w.numpy()) for w in model.weights]
 
 
+def replica_copies(variable) -> list[np.ndarray]:
+    """One value per replica: Keras variables wrap a tf.distribute MirroredVariable."""
+    mirrored = variable.value if isinstance(variable, keras.Variable) else variable
+    return [np.array(copy.numpy()) for copy in mirrored.values]
+
+
 @pytest.mark.parametrize("replicas", [2, 4], ids=["mirrored_2cpu", "mirrored_4cpu"])
-def test_every_replica_holds_the_same_weights_after_training(mnist, replicas):
+def test_every_replica_holds_the_same_variables_after_training(mnist, replicas):
     result = train.run(SMALL, strategy=cpu_strategy(replicas), datasets=subset(mnist, 1024, 256))
     assert result.summary["replicas"] == replicas
-    for weight in result.model.weights:
-        copies = [c.numpy() for c in weight.value.values]
-        assert len(copies) == replicas, weight.path
+    variables = result.state.variables()
+    names = [getattr(v, "path", v.name) for v in variables]
+    assert any("iteration" in name for name in names), names
+    for variable, name in zip(variables, names, strict=True):
+        copies = replica_copies(variable)
+        assert len(copies) == replicas, name
         for replica, copy in enumerate(copies[1:], start=1):
-            np.testing.assert_array_equal(copy, copies[0], f"{weight.path} replica {replica}")
+            np.testing.assert_array_equal(copy, copies[0], f"{name} replica {replica}")
+    assert int(result.state.epoch.numpy()) == SMALL.epochs
+    steps = SMALL.epochs * (1024 // (SMALL.batch_size * replicas))
+    assert int(result.state.optimizer.iterations.numpy()) == steps
 
 
 @pytest.mark.parametrize("replicas", [2, 4], ids=["mirrored_2cpu", "mirrored_4cpu"])
@@ -39,11 +52,10 @@ def test_n_replicas_train_like_one_replica_at_the_same_global_batch(mnist, repli
     many = train.run(SMALL, strategy=cpu_strategy(replicas), datasets=datasets)
 
     assert many.summary["global_batch"] == one.summary["global_batch"]
-    moved = max(np.abs(a - b).max() for a, b in zip(weights(one.model), initial, strict=True))
+    trained, reference = many.state.model, one.state.model
+    moved = max(np.abs(a - b).max() for a, b in zip(weights(reference), initial, strict=True))
     assert moved > 1e-2, "training barely changed the weights: the comparison proves nothing"
-    for a, b, weight in zip(
-        weights(many.model), weights(one.model), many.model.weights, strict=True
-    ):
+    for a, b, weight in zip(weights(trained), weights(reference), trained.weights, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=0, err_msg=weight.path)
     assert many.summary["test_loss"] == pytest.approx(one.summary["test_loss"], abs=1e-5)
 
@@ -55,9 +67,20 @@ def test_evaluation_counts_every_test_example_across_replicas(mnist):
     for record in result.summary["history"]:
         assert record["test_examples"] == 1000, record
         assert record["train_examples"] == 512, record
-    logits = result.model.predict(datasets.test.images / 255.0, verbose=0)
+    logits = result.state.model.predict(datasets.test.images / 255.0, verbose=0)
     accuracy = np.mean(np.argmax(logits, axis=1) == datasets.test.labels)
     assert result.summary["test_accuracy"] == pytest.approx(accuracy, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["mirrored", "one_device", "default"])
+def test_every_strategy_the_factory_builds_trains(mnist, name):
+    fresh_collective_keys()
+    strategy = strategies.create(name, cluster.Task(), startup_timeout=10)
+    config = dataclasses.replace(SMALL, epochs=1)
+    result = train.run(config, strategy=strategy, datasets=subset(mnist, 512, 100))
+    assert result.summary["strategy"] == name
+    assert result.summary["devices"], result.summary
+    assert result.summary["test_examples"] == 100
 
 
 def test_one_epoch_on_real_mnist_reaches_90_percent(mnist):
@@ -83,5 +106,5 @@ def test_outputs_land_in_model_dir_and_reload(mnist, tmp_path):
     ]
     reloaded = train.create_state(cpu_strategy(1), config).model
     reloaded.load_weights(tmp_path / "model.weights.h5")
-    for a, b in zip(weights(reloaded), weights(result.model), strict=True):
+    for a, b in zip(weights(reloaded), weights(result.state.model), strict=True):
         np.testing.assert_array_equal(a, b)

@@ -26,7 +26,3 @@ class Config:
     test_split: str = "test"
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
-
-    def __post_init__(self):
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy {self.strategy!r} is not one of {', '.join(STRATEGIES)}")

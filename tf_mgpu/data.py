@@ -17,6 +17,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+# TFDS raises this for files whose checksum is not the registered one; it is
+# not re-exported under tfds.download.
+from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
+
 from tf_mgpu.errors import UserError
 
 MANUAL_FILES = (
@@ -56,13 +60,7 @@ def load_mnist(
     four original .gz files there, with no network; without it, TFDS
     downloads them. MNIST is 55 MB as uint8, so both splits are held in memory.
     """
-    if manual_dir is not None:
-        missing = [f for f in MANUAL_FILES if not os.path.isfile(os.path.join(manual_dir, f))]
-        if missing:
-            raise UserError(
-                f"--manual_dir={manual_dir} lacks {', '.join(missing)}; point it at the "
-                f"folder holding the four original MNIST .gz files"
-            )
+    check_manual_dir(manual_dir)
     tfds.disable_progress_bar()
     builder = tfds.builder("mnist", data_dir=data_dir)
     if not builder.is_prepared():
@@ -73,6 +71,21 @@ def load_mnist(
     )
 
 
+def check_manual_dir(manual_dir: str | None) -> None:
+    """Raises UserError unless `manual_dir` is None or holds the four MNIST files."""
+    if manual_dir is None:
+        return
+    missing = [f for f in MANUAL_FILES if not os.path.isfile(os.path.join(manual_dir, f))]
+    if missing:
+        raise UserError(
+            f"--manual_dir={manual_dir} lacks {', '.join(missing)}; point it at the "
+            f"folder holding the four original MNIST .gz files"
+        )
+
+
+_PREPARE_ERRORS = (OSError, tfds.download.DownloadError, NonMatchingChecksumError)
+
+
 def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.core.DatasetBuilder:
     """Prepares MNIST; returns a builder that reads the prepared data."""
     try:
@@ -80,14 +93,15 @@ def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.
             download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
         )
         return builder
-    except OSError as e:  # no network, checksum mismatch, unwritable data_dir, or a race
+    except _PREPARE_ERRORS as e:  # no network, wrong files, unwritable data_dir, or a race
         # Workers sharing a data_dir on one machine prepare it at once; TFDS
         # lets the first finish and fails the others' final rename.
         again = tfds.builder("mnist", data_dir=builder.data_dir_root)
         if again.is_prepared():
             return again
         fix = (
-            "check that --data_dir is writable and --manual_dir holds the original files"
+            "check that --data_dir is writable and --manual_dir holds the original, "
+            "uncorrupted files"
             if manual_dir
             else "offline, pass --manual_dir=DIR where DIR holds the four MNIST .gz files"
         )
@@ -139,8 +153,9 @@ def train_dataset(
     seed: int,
     epochs: int,
     context: tf.distribute.InputContext,
+    first_epoch: int = 0,
 ) -> tf.data.Dataset:
-    """`epochs` epochs of per-replica batches for the input pipeline `context` names.
+    """Epochs `first_epoch` to `epochs - 1` of per-replica batches for the pipeline `context` names.
 
     Sharded by data, not by file, because each MNIST split is a single file:
     every pipeline holds the whole split and keeps every N-th example of the
@@ -166,7 +181,7 @@ def train_dataset(
         )
 
     return (
-        tf.data.Dataset.range(epochs)
+        tf.data.Dataset.range(first_epoch, epochs)
         .flat_map(epoch_examples)
         .batch(per_replica, drop_remainder=True)
         .map(lambda index: (_scale(tf.gather(images, index)), tf.gather(labels, index)))

@@ -11,6 +11,7 @@ Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) go to --model
 # This is the only module that reads flags: it turns them into one
 # `tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
 
+import os
 import sys
 
 from absl import app, flags, logging
@@ -113,10 +114,19 @@ def config_from_flags() -> Config:
     )
 
 
+_PATH_FLAGS = {holder.name for holder in (_DATA_DIR, _MANUAL_DIR, _MODEL_DIR)}
+
+
 def flagfile_text() -> str:
-    """A flagfile that replays this run: `--flagfile=MODEL_DIR/flags.txt`."""
-    lines = (flags.FLAGS[holder.name].serialize() for holder in _ALL_FLAGS)
-    return "\n".join(line for line in lines if line) + "\n"
+    """A flagfile that replays this run from any directory: `--flagfile=MODEL_DIR/flags.txt`."""
+    lines = []
+    for holder in _ALL_FLAGS:
+        value = holder.value
+        if value is not None:
+            if holder.name in _PATH_FLAGS:
+                value = os.path.abspath(value)
+            lines.append(f"--{holder.name}={value}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> None:

@@ -10,8 +10,9 @@ class Sums:
 
     Each replica adds to its own copy with no communication in the step; a
     read sums the copies of every replica on every worker (SyncOnRead, SUM).
-    Create it inside `strategy.scope()`. Under MultiWorkerMirroredStrategy
-    `reset` and `result` are collective: every worker must call them together.
+    Create it inside `strategy.scope()`. `reset` touches only local copies;
+    under MultiWorkerMirroredStrategy `result` is collective, so every worker
+    must call it at the same point.
     """
 
     def __init__(self, name: str):

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu import strategies
+from tf_mgpu.errors import UserError
 
 SUMMARY = "summary.json"
 METRICS = "metrics.jsonl"
@@ -19,7 +20,7 @@ WEIGHTS = "model.weights.h5"
 
 def start_line(strategy: tf.distribute.Strategy, task: str, batch_size: int) -> str:
     replicas = strategy.num_replicas_in_sync
-    devices = ",".join(strategy.extended.worker_devices)
+    devices = ",".join(strategies.devices_of(strategy))
     return (
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={batch_size}/replica global_batch={batch_size * replicas}"
@@ -72,39 +73,61 @@ def memory_use() -> dict:
 class Outputs:
     """The chief's files in `model_dir`; built with `model_dir=None` it writes nothing.
 
-    Nothing is written until training starts, so a run that fails validation
-    leaves an earlier run's files as they were.
+    During the run, flags and per-epoch metrics go to `*.partial` files; at the
+    end every file is renamed into place, summary last. So `model_dir` holds
+    one complete run's outputs at any time: a run that fails or is killed
+    leaves the previous run's files as they were, beside its own partial ones.
     """
 
     def __init__(self, model_dir: str | None):
         self.model_dir = model_dir
 
-    def begin(self, flagfile: str | None) -> None:
-        """Starts a fresh metrics log and records the flags the run can be replayed with."""
+    def check(self) -> None:
+        """Creates `model_dir` and checks it is writable, before any work starts."""
         if self.model_dir is None:
             return
-        os.makedirs(self.model_dir, exist_ok=True)
-        open(self._path(METRICS), "w").close()
+        try:
+            os.makedirs(self.model_dir, exist_ok=True)
+        except OSError as e:
+            raise UserError(
+                f"--model_dir={self.model_dir} cannot be created ({e.strerror}); "
+                f"choose a folder you can write to"
+            ) from None
+        if not os.access(self.model_dir, os.W_OK | os.X_OK):
+            raise UserError(
+                f"--model_dir={self.model_dir} is not writable; choose a folder you can write to"
+            )
+
+    def begin(self, flagfile: str | None) -> None:
+        """Starts this run's metrics log and records the flags that replay it; after `check`."""
+        if self.model_dir is None:
+            return
+        open(self._partial(METRICS), "w").close()
         if flagfile is not None:
-            self._write(FLAGS, flagfile)
+            with open(self._partial(FLAGS), "w") as f:
+                f.write(flagfile)
 
     def epoch(self, record: dict) -> None:
         if self.model_dir is not None:
-            with open(self._path(METRICS), "a") as log:
+            with open(self._partial(METRICS), "a") as log:
                 log.write(json.dumps(record) + "\n")
 
     def finish(self, summary: dict, model: keras.Model) -> None:
+        """Writes the weights and summary, then puts every file of this run in place."""
         if self.model_dir is None:
             return
-        model.save_weights(self._path(WEIGHTS))
-        self._write(SUMMARY, json.dumps(summary, indent=2) + "\n")
+        # Keras insists that a weights file's name ends in .weights.h5.
+        partial_weights = self._path("partial." + WEIGHTS)
+        model.save_weights(partial_weights)
+        with open(self._partial(SUMMARY), "w") as f:
+            f.write(json.dumps(summary, indent=2) + "\n")
+        os.replace(partial_weights, self._path(WEIGHTS))
+        for name in (METRICS, FLAGS, SUMMARY):
+            if os.path.exists(self._partial(name)):
+                os.replace(self._partial(name), self._path(name))
 
     def _path(self, name: str) -> str:
         return os.path.join(self.model_dir, name)
 
-    def _write(self, name: str, text: str) -> None:
-        """Writes whole or not at all: a reader never sees half a file."""
-        partial = self._path(name + ".partial")
-        with open(partial, "w") as f:
-            f.write(text)
-        os.replace(partial, self._path(name))
+    def _partial(self, name: str) -> str:
+        return self._path(name + ".partial")

@@ -43,6 +43,13 @@ def name_of(strategy: tf.distribute.Strategy) -> str:
     return next((name for name, kind in kinds if isinstance(strategy, kind)), "default")
 
 
+def devices_of(strategy: tf.distribute.Strategy) -> list[str]:
+    """The devices this process's replicas run on (the default strategy has no list)."""
+    if name_of(strategy) == "default":
+        return devices.replica_devices()[:1]
+    return list(strategy.extended.worker_devices)
+
+
 def create(name: str, task: cluster.Task, *, startup_timeout: float) -> tf.distribute.Strategy:
     """Builds the strategy; must run before any other TensorFlow op.
 

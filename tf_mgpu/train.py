@@ -17,23 +17,28 @@ from tf_mgpu.config import Config
 
 
 @dataclasses.dataclass(frozen=True)
-class Result:
-    """What `run` returns: the summary the chief writes, and the trained model."""
-
-    summary: dict
-    model: keras.Model
-
-
-@dataclasses.dataclass(frozen=True)
 class TrainState:
-    """Everything training changes. `optimizer.iterations` counts steps, `epoch` epochs:
-    with the seed, they fix which examples come next (see `tf_mgpu.data`)."""
+    """Everything training changes. `epoch` counts finished epochs and training
+    continues from it; with the seed it fixes which examples come next (see
+    `tf_mgpu.data`). `optimizer.iterations` counts steps."""
 
     model: keras.Model
     optimizer: keras.optimizers.Optimizer
     epoch: tf.Variable
     train_sums: metrics.Sums
     test_sums: metrics.Sums
+
+    def variables(self) -> list:
+        """Every variable that must agree across replicas."""
+        return [*self.model.weights, *self.optimizer.variables, self.epoch]
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What `run` returns: the summary the chief writes, and the trained state."""
+
+    summary: dict
+    state: TrainState
 
 
 def create_state(strategy: tf.distribute.Strategy, config: Config) -> TrainState:
@@ -95,6 +100,7 @@ class Trainer:
         self.train_steps = data.steps_per_epoch(len(datasets.train), self.global_batch)
         self.eval_steps = data.eval_steps(len(datasets.test), self.global_batch)
         self.state = create_state(strategy, config)
+        self.first_epoch = int(self.state.epoch.numpy())
         self._train_step = distributed_step(
             strategy, functools.partial(replica_train_step, self.state, self.global_batch)
         )
@@ -102,7 +108,12 @@ class Trainer:
             strategy, functools.partial(replica_eval_step, self.state)
         )
         train_fn = functools.partial(
-            data.train_dataset, datasets.train, self.global_batch, config.seed, config.epochs
+            data.train_dataset,
+            datasets.train,
+            self.global_batch,
+            config.seed,
+            config.epochs,
+            first_epoch=self.first_epoch,
         )
         eval_fn = functools.partial(data.eval_dataset, datasets.test, self.global_batch)
         self._train_batches = iter(strategy.distribute_datasets_from_function(train_fn))
@@ -152,6 +163,12 @@ def run(
     chief writes it into `config.model_dir` with the other outputs.
     """
     task = cluster.task_from_env()
+    outputs = report.Outputs(config.model_dir if task.is_chief else None)
+    # Inputs are checked before joining the cluster: a task that failed later
+    # would leave its peers waiting for it.
+    outputs.check()
+    if datasets is None:
+        data.check_manual_dir(config.manual_dir)
     if strategy is None:
         devices.split_cpu(config.num_cpu_devices)
         strategy = strategies.create(config.strategy, task, startup_timeout=config.startup_timeout)
@@ -161,10 +178,9 @@ def run(
             config.data_dir, config.manual_dir, config.train_split, config.test_split
         )
     trainer = Trainer(strategy, config, datasets)
-    outputs = report.Outputs(config.model_dir if task.is_chief else None)
     outputs.begin(flagfile)
     history = []
-    for epoch in range(1, config.epochs + 1):
+    for epoch in range(trainer.first_epoch + 1, config.epochs + 1):
         record = {"epoch": epoch, **trainer.train_epoch(), **trainer.evaluate()}
         history.append(record)
         outputs.epoch(record)
@@ -175,7 +191,7 @@ def run(
     if task.is_chief:
         print(report.final_line(summary), flush=True)
     print(report.weights_line(str(task), trainer.state.model), flush=True)
-    return Result(summary=summary, model=trainer.state.model)
+    return Result(summary=summary, state=trainer.state)
 
 
 def _summary(
@@ -191,7 +207,7 @@ def _summary(
         "task": str(task),
         "num_workers": task.num_workers,
         "replicas": strategy.num_replicas_in_sync,
-        "devices": list(strategy.extended.worker_devices),
+        "devices": strategies.devices_of(strategy),
         "per_replica_batch": config.batch_size,
         "global_batch": trainer.global_batch,
         "steps_per_epoch": trainer.train_steps,
