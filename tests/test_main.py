@@ -1,5 +1,6 @@
 """The command as users run it: flags, presets, user errors, outputs, real clusters."""
 
+import dataclasses
 import json
 import pathlib
 import re
@@ -77,6 +78,12 @@ def test_preset_parses_and_says_how_to_run_it(path):
         flags.FLAGS(["tf_mgpu", f"--flagfile={path}"])
         config = main.config_from_flags()
     assert isinstance(config, Config)
+
+
+def test_every_config_field_has_exactly_one_flag():
+    assert sorted(h.name for h in main._ALL_FLAGS) == sorted(
+        f.name for f in dataclasses.fields(Config)
+    )
 
 
 def test_the_four_promised_presets_exist():

@@ -98,20 +98,8 @@ _ALL_FLAGS = (
 
 
 def config_from_flags() -> Config:
-    return Config(
-        strategy=_STRATEGY.value,
-        batch_size=_BATCH_SIZE.value,
-        epochs=_EPOCHS.value,
-        learning_rate=_LEARNING_RATE.value,
-        seed=_SEED.value,
-        data_dir=_DATA_DIR.value,
-        manual_dir=_MANUAL_DIR.value,
-        model_dir=_MODEL_DIR.value,
-        train_split=_TRAIN_SPLIT.value,
-        test_split=_TEST_SPLIT.value,
-        num_cpu_devices=_NUM_CPU_DEVICES.value,
-        startup_timeout=_STARTUP_TIMEOUT.value,
-    )
+    """Every flag above sets the Config field of the same name."""
+    return Config(**{holder.name: holder.value for holder in _ALL_FLAGS})
 
 
 _PATH_FLAGS = {holder.name for holder in (_DATA_DIR, _MANUAL_DIR, _MODEL_DIR)}
