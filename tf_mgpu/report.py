@@ -46,9 +46,9 @@ def final_line(summary: dict) -> str:
     )
 
 
-def weights_line(task: str, model: keras.Model) -> str:
+def weights_line(task: str, digest: str) -> str:
     """Printed by every task: equal digests mean bit-identical weights."""
-    return f"tf_mgpu weights: task={task} sha256={weights_digest(model)}"
+    return f"tf_mgpu weights: task={task} sha256={digest}"
 
 
 def weights_digest(model: keras.Model) -> str:

@@ -190,7 +190,7 @@ def run(
     outputs.finish(summary, trainer.state.model)
     if task.is_chief:
         print(report.final_line(summary), flush=True)
-    print(report.weights_line(str(task), trainer.state.model), flush=True)
+    print(report.weights_line(str(task), summary["weights_sha256"]), flush=True)
     return Result(summary=summary, state=trainer.state)
 
 
