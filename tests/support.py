@@ -79,10 +79,11 @@ def main_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "tf_mgpu.main", *args]
 
 
-def environment(tf_config: dict | None = None) -> dict:
+def environment(tf_config: dict | str | None = None) -> dict:
+    """This environment with TF_CONFIG replaced: a dict as JSON, a str as given (even malformed)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     if tf_config is not None:
-        env["TF_CONFIG"] = json.dumps(tf_config)
+        env["TF_CONFIG"] = tf_config if isinstance(tf_config, str) else json.dumps(tf_config)
     return env
 
 

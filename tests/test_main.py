@@ -153,19 +153,12 @@ def test_user_errors_are_one_line_and_keep_earlier_outputs(
     tmp_path, mnist_data_dir, args, tf_config, expected
 ):
     files = earlier_run(tmp_path / "model")
-    if isinstance(tf_config, str):
-        env = {**support.environment(), "TF_CONFIG": tf_config}
-        command = support.main_command(
-            f"--data_dir={mnist_data_dir}", f"--model_dir={tmp_path / 'model'}", *args
-        )
-        done = support.run_processes({"main": (command, env)}, tmp_path / "logs", 120)["main"]
-    else:
-        done = support.run_main(
-            [f"--data_dir={mnist_data_dir}", f"--model_dir={tmp_path / 'model'}", *args],
-            tmp_path / "logs",
-            timeout=120,
-            tf_config=tf_config,
-        )
+    done = support.run_main(
+        [f"--data_dir={mnist_data_dir}", f"--model_dir={tmp_path / 'model'}", *args],
+        tmp_path / "logs",
+        timeout=120,
+        tf_config=tf_config,
+    )
     assert_one_line_user_error(done, expected)
     assert_untouched(tmp_path / "model", files)
 
