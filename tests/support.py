@@ -5,20 +5,14 @@ alone or as a TF_CONFIG cluster: every process gets its own TF_CONFIG, log
 files and a time bound, and is killed in `finally`.
 """
 
-import dataclasses
-import json
 import os
 import pathlib
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import tensorflow as tf
 
-from tf_mgpu import data
+from tf_mgpu import data, local_cluster
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NUM_CPU_DEVICES = 4
@@ -59,92 +53,21 @@ def fresh_collective_keys() -> None:
     tf.distribute.MirroredStrategy._collective_key_base += 10_000
 
 
-@dataclasses.dataclass(frozen=True)
-class Finished:
-    name: str
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def tail(self, lines: int = 25) -> str:
-        out = "\n".join(self.stdout.splitlines()[-lines:])
-        err = "\n".join(self.stderr.splitlines()[-lines:])
-        return f"--- {self.name} exit {self.returncode}\nstdout:\n{out}\nstderr:\n{err}"
-
-    def lines(self, prefix: str) -> list[str]:
-        return [line for line in self.stdout.splitlines() if line.startswith(prefix)]
+Finished = local_cluster.Finished
+free_ports = local_cluster.free_ports
+cluster_spec = local_cluster.cluster_spec
+environment = local_cluster.environment
 
 
 def main_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "tf_mgpu.main", *args]
 
 
-def environment(tf_config: dict | str | None = None) -> dict:
-    """This environment with TF_CONFIG replaced: a dict as JSON, a str as given (even malformed)."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    if tf_config is not None:
-        env["TF_CONFIG"] = tf_config if isinstance(tf_config, str) else json.dumps(tf_config)
-    return env
-
-
-def free_ports(count: int) -> list[int]:
-    """Loopback ports free now (held open together, so they are distinct)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def cluster_spec(workers: int, chief: bool = False) -> dict:
-    """A TF_CONFIG 'cluster' on free loopback ports: an optional chief, then workers."""
-    ports = [f"localhost:{port}" for port in free_ports(workers + chief)]
-    spec = {"worker": ports[chief:]}
-    if chief:
-        spec["chief"] = ports[:1]
-    return spec
-
-
 def run_processes(
     commands: dict[str, tuple[list[str], dict]], log_dir: pathlib.Path, timeout: float
 ) -> dict[str, Finished]:
-    """Starts every (command, env) at once and waits for all, `timeout` seconds at most.
-
-    Whatever is still running at the deadline is killed; so is everything
-    else if this function itself fails.
-    """
-    log_dir.mkdir(parents=True, exist_ok=True)
-    running = {}
-    try:
-        for name, (command, env) in commands.items():
-            with (
-                open(log_dir / f"{name}.out", "w") as out,
-                open(log_dir / f"{name}.err", "w") as err,
-            ):
-                running[name] = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err)
-        deadline = time.monotonic() + timeout
-        for process in running.values():
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                break
-    finally:
-        for process in running.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-            process.wait()
-    return {
-        name: Finished(
-            name,
-            process.returncode,
-            (log_dir / f"{name}.out").read_text(),
-            (log_dir / f"{name}.err").read_text(),
-        )
-        for name, process in running.items()
-    }
+    """Starts every (command, env) at once from the repository root; see local_cluster."""
+    return local_cluster.run_processes(commands, log_dir, timeout, cwd=ROOT)
 
 
 def run_cluster(
@@ -154,13 +77,13 @@ def run_cluster(
 
     Results are keyed by task name: 'chief:0', 'worker:1'.
     """
-    commands = {}
-    for task_type, addresses in spec.items():
-        for index in range(len(addresses)):
-            tf_config = {"cluster": spec, "task": {"type": task_type, "index": index}}
-            name = f"{task_type}:{index}"
-            commands[name] = (main_command(*args(name)), environment(tf_config))
-    return run_processes(commands, log_dir, timeout)
+    return local_cluster.run_cluster(
+        spec,
+        log_dir=log_dir,
+        timeout=timeout,
+        args_for=lambda name: main_command(*args(name)),
+        cwd=ROOT,
+    )
 
 
 def run_main(args: list[str], log_dir: pathlib.Path, timeout: float, tf_config=None) -> Finished:
