@@ -3,6 +3,10 @@
 import dataclasses
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
+INPUTS = ("resident", "stream")
+DTYPES = ("float32", "mixed_bfloat16")
+# --scale_lr scales --learning_rate by global batch / this: the seed recipe's batch.
+REFERENCE_BATCH = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +19,8 @@ class Config:
     """
 
     strategy: str = "mirrored"
-    batch_size: int = 64  # per replica; global batch = batch_size * replicas in sync
+    # Per replica and micro-batch; global batch = batch_size * replicas * accumulation_steps.
+    batch_size: int = 64
     epochs: int = 10
     learning_rate: float = 0.01
     seed: int = 0
@@ -26,3 +31,13 @@ class Config:
     test_split: str = "test"
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
+    # Speed: defaults are the fast path (see tf_mgpu.loop); each can be turned off.
+    steps_per_loop: int = 200  # training steps per compiled call
+    jit_compile: bool = True  # XLA where the strategy allows it
+    input: str = "resident"  # or "stream": tf.data pipelines
+    dtype: str = "float32"  # or "mixed_bfloat16"
+    # Batch and memory.
+    accumulation_steps: int = 1  # micro-batches per optimizer step
+    scale_lr: bool = False  # linear scaling rule: lr x global batch / REFERENCE_BATCH
+    warmup_epochs: float = 0.0  # with scale_lr: ramp from learning_rate to the scaled rate
+    memory_growth: bool = True  # GPUs take memory as needed instead of all at start

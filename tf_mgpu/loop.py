@@ -1,0 +1,175 @@
+"""How batches reach the replicas, how many steps one call runs, and where XLA compiles.
+
+Two inputs, one per-replica step:
+- `resident` (the default): each split is held on every replica's device as
+  uint8 tensors (MNIST's training split is 47 MB), and each replica gathers
+  its own share of the global batch from the epoch order. Nothing crosses
+  from host to device per step, which is what a GPU wants.
+- `stream`: the `tf.data` pipelines of `tf_mgpu.data`, distributed with
+  `distribute_datasets_from_function`: the pattern to copy for data that
+  does not fit in memory.
+
+Both visit the same examples at each step (step k of an epoch trains on
+`epoch_order[k * B:(k + 1) * B]`), so both train like one device at global
+batch B. One call of a loop runs up to `steps_per_loop` steps, a `tf.range`
+loop around `strategy.run`, so the per-call cost (Python, function dispatch,
+reading back) is paid once per call, not per step.
+
+XLA (`jit_scope`): where one process has one replica, the whole call (every
+step, the optimizer and the metric sums) is one XLA program; that is where
+most of the speed comes from on this CPU. XLA cannot do more on CPUs: one
+XLA program cannot span two devices, and XLA on CPU has no collectives, so
+several logical CPU devices and MultiWorkerMirroredStrategy on CPUs run
+the same loop without XLA. On GPUs, each replica's step is compiled
+(TensorFlow all-reduces inside XLA there; see BUILD_NOTES: untested here).
+"""
+
+import tensorflow as tf
+
+from tf_mgpu import data, strategies
+
+INPUTS = ("resident", "stream")
+
+
+def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: str) -> str:
+    """What XLA compiles: 'loop' (each whole call), 'replica' (each replica's step) or 'none'."""
+    if not jit_compile:
+        return "none"
+    multi_worker = strategies.name_of(strategy) == "multi_worker_mirrored"
+    if strategy.num_replicas_in_sync == 1 and not multi_worker and input_kind == "resident":
+        return "loop"
+    if all("GPU" in device.upper() for device in strategies.devices_of(strategy)):
+        return "replica"
+    return "none"
+
+
+def _on_each_replica(strategy: tf.distribute.Strategy, array) -> object:
+    """A copy of `array` on every local replica's device (a PerReplica value)."""
+    host = tf.constant(array)
+    return strategy.experimental_distribute_values_from_function(lambda _: tf.identity(host))
+
+
+def _replica_id() -> tf.Tensor:
+    """This replica's index among every replica of every worker."""
+    return tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.int64)
+
+
+def _compiled(replica_fn, scope: str):
+    return tf.function(replica_fn, jit_compile=True) if scope == "replica" else replica_fn
+
+
+class ResidentTrain:
+    """Training steps that gather each replica's batch from a split held on its device.
+
+    `per_replica` is the examples one replica takes per step (micro-batches
+    included); replica r of step k takes the r-th run of `per_replica`
+    examples of `order[k * global_batch:(k + 1) * global_batch]`.
+    """
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        replica_step,
+        split: data.Split,
+        *,
+        global_batch: int,
+        per_replica: int,
+        seed: int,
+        scope: str,
+    ):
+        self._num_examples = len(split)
+        self._used = data.steps_per_epoch(len(split), global_batch) * global_batch
+        self._seed = seed
+        images, labels = (
+            _on_each_replica(strategy, split.images),
+            _on_each_replica(strategy, split.labels),
+        )
+
+        def replica_fn(images, labels, order, step):
+            start = step * global_batch + _replica_id() * per_replica
+            rows = tf.gather(order, start + tf.range(per_replica, dtype=tf.int64))
+            replica_step(data.scale(tf.gather(images, rows)), tf.gather(labels, rows))
+
+        run_replica = _compiled(replica_fn, scope)
+
+        @tf.function(jit_compile=scope == "loop")
+        def steps(order, first, count):
+            for k in tf.range(count):
+                strategy.run(run_replica, args=(images, labels, order, first + k))
+
+        self._steps = steps
+
+    def run(self, epoch: int, first: int, count: int) -> None:
+        """Steps `first` to `first + count - 1` of `epoch`."""
+        order = data.epoch_order(self._num_examples, self._seed, epoch)[: self._used]
+        self._steps(order, tf.constant(first, tf.int64), tf.constant(count, tf.int64))
+
+
+class StreamTrain:
+    """Training steps fed by one distributed `tf.data` iterator for the whole run."""
+
+    def __init__(self, strategy: tf.distribute.Strategy, replica_step, dataset_fn, scope: str):
+        self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        run_replica = _compiled(replica_step, scope)
+
+        @tf.function
+        def steps(iterator, count):
+            for _ in tf.range(count):
+                strategy.run(run_replica, args=next(iterator))
+
+        self._steps = steps
+
+    def run(self, epoch: int, first: int, count: int) -> None:
+        """The next `count` steps; the iterator already knows the epoch and step."""
+        del epoch, first
+        self._steps(self._iterator, tf.constant(count, tf.int64))
+
+
+class ResidentEval:
+    """Every test example once per call, from copies of the padded split on each device."""
+
+    def __init__(
+        self,
+        strategy: tf.distribute.Strategy,
+        replica_step,
+        split: data.Split,
+        *,
+        global_batch: int,
+        scope: str,
+    ):
+        per_replica = global_batch // strategy.num_replicas_in_sync
+        padded = data.pad_for_eval(split, global_batch)
+        self._count = len(padded[0]) // global_batch
+        arrays = tuple(_on_each_replica(strategy, array) for array in padded)
+
+        def replica_fn(images, labels, weights, step):
+            start = step * global_batch + _replica_id() * per_replica
+            rows = start + tf.range(per_replica, dtype=tf.int64)
+            replica_step(
+                data.scale(tf.gather(images, rows)),
+                tf.gather(labels, rows),
+                tf.gather(weights, rows),
+            )
+
+        run_replica = _compiled(replica_fn, scope)
+
+        @tf.function(jit_compile=scope == "loop")
+        def steps(count):
+            for k in tf.range(count):
+                strategy.run(run_replica, args=(*arrays, k))
+
+        self._steps = steps
+
+    def run(self) -> None:
+        self._steps(tf.constant(self._count, tf.int64))
+
+
+class StreamEval:
+    """Every test example once per call, from an endless distributed `tf.data` iterator."""
+
+    def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
+        self._count = steps
+        self._train = StreamTrain(strategy, replica_step, dataset_fn, scope)
+
+    def run(self) -> None:
+        self._train.run(0, 0, self._count)
