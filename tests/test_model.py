@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 
 from tests.support import cpu_strategy
 from tf_mgpu import model
@@ -31,3 +32,22 @@ def test_scope_gives_one_copy_of_every_variable_per_replica():
         copies = weight.value.values
         assert len(copies) == 2, weight.path
         np.testing.assert_array_equal(copies[0].numpy(), copies[1].numpy(), weight.path)
+
+
+def test_warmup_rises_linearly_to_the_peak_then_stays():
+    schedule = model.LinearWarmup(0.01, 0.05, warmup_steps=4)
+    rates = [float(schedule(step)) for step in range(7)]
+    np.testing.assert_allclose(rates, [0.01, 0.02, 0.03, 0.04, 0.05, 0.05, 0.05], rtol=1e-6)
+    assert model.LinearWarmup(**schedule.get_config()).peak == 0.05
+
+
+def test_linear_scaling_rule():
+    def rate(**kw):
+        return model.learning_rate(0.01, reference_batch=64, **kw)
+
+    assert rate(global_batch=256, scale=False, warmup_steps=10) == 0.01
+    assert rate(global_batch=256, scale=True, warmup_steps=0) == pytest.approx(0.04)
+    assert rate(global_batch=32, scale=True, warmup_steps=10) == pytest.approx(0.005)
+    warm = rate(global_batch=256, scale=True, warmup_steps=10)
+    assert isinstance(warm, model.LinearWarmup)
+    assert (warm.start, model.peak_rate(warm)) == (0.01, pytest.approx(0.04))

@@ -5,6 +5,7 @@ import dataclasses
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.support import cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import cluster, strategies, train
@@ -108,3 +109,71 @@ def test_outputs_land_in_model_dir_and_reload(mnist, tmp_path):
     reloaded.load_weights(tmp_path / "model.weights.h5")
     for a, b in zip(weights(reloaded), weights(result.state.model), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "micro", "steps"),
+    [(1, 32, 2), (2, 32, 2), (2, 16, 4)],
+    ids=["1x32x2_vs_1x64", "2x32x2_vs_1x128", "2x16x4_vs_1x128"],
+)
+def test_accumulated_micro_batches_train_like_one_big_batch(mnist, replicas, micro, steps):
+    datasets = subset(mnist, 1000, 200)
+    config = dataclasses.replace(SMALL, batch_size=micro, accumulation_steps=steps)
+    big = dataclasses.replace(SMALL, batch_size=micro * steps * replicas)
+    accumulated = train.run(config, strategy=cpu_strategy(replicas), datasets=datasets)
+    one = train.run(big, strategy=cpu_strategy(1), datasets=datasets)
+
+    assert accumulated.summary["global_batch"] == one.summary["global_batch"]
+    optimizer_steps = SMALL.epochs * (1000 // big.batch_size)
+    assert int(accumulated.state.optimizer.iterations.numpy()) == optimizer_steps
+    for a, b in zip(weights(accumulated.state.model), weights(one.state.model), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    assert accumulated.summary["history"][-1]["train_loss"] == pytest.approx(
+        one.summary["history"][-1]["train_loss"], abs=1e-5
+    )
+    assert accumulated.summary["test_loss"] == pytest.approx(one.summary["test_loss"], abs=1e-5)
+
+
+def test_summary_reports_the_steady_speed_apart_from_the_first_epoch(mnist):
+    result = train.run(SMALL, strategy=cpu_strategy(1), datasets=subset(mnist, 512, 100))
+    summary, history = result.summary, result.summary["history"]
+    assert summary["first_epoch_seconds"] == history[0]["seconds"]
+    assert summary["steady_examples_per_second"] == pytest.approx(
+        history[1]["train_examples"] / history[1]["seconds"]
+    )
+    assert summary["xla"] == "loop"
+    assert summary["peak_host_memory_mib"] > 0
+
+
+def test_scaled_learning_rate_follows_the_global_batch(mnist):
+    config = dataclasses.replace(SMALL, batch_size=64, scale_lr=True, warmup_epochs=1)
+    result = train.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 1024, 100))
+    assert result.summary["learning_rate"] == pytest.approx(SMALL.learning_rate * 128 / 64)
+    optimizer = result.state.optimizer
+    # Two epochs of 8 steps, warmup over the first 8: the rate has reached its peak.
+    assert float(optimizer.learning_rate) == pytest.approx(SMALL.learning_rate * 2)
+
+
+def test_mixed_bfloat16_trains_and_keeps_float32_weights(mnist):
+    config = dataclasses.replace(SMALL, batch_size=64, epochs=1, dtype="mixed_bfloat16")
+    try:
+        result = train.run(config, strategy=cpu_strategy(1), datasets=subset(mnist, 4096, 500))
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert {w.dtype for w in result.state.model.weights} == {"float32"}
+    assert result.summary["test_accuracy"] > 0.8, result.summary["history"]
+
+
+def test_running_out_of_memory_is_one_line_naming_the_batch_and_the_fixes(mnist, monkeypatch):
+    def exhausted(self):
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+
+    monkeypatch.setattr(train.Trainer, "train_epoch", exhausted)
+    config = dataclasses.replace(SMALL, accumulation_steps=2)
+    with pytest.raises(UserError) as error:
+        train.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 512, 100))
+    message = str(error.value)
+    assert "out of memory at a global batch of 64 (16 per replica x 2 replicas x 2" in message
+    assert "lower --batch_size" in message, message
+    assert "raise --accumulation_steps" in message, message
+    assert "\n" not in message

@@ -44,9 +44,20 @@ def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: s
 
 
 def _on_each_replica(strategy: tf.distribute.Strategy, array) -> object:
-    """A copy of `array` on every local replica's device (a PerReplica value)."""
+    """A copy of `array` on every local replica's device (a PerReplica value).
+
+    `experimental_distribute_values_from_function` alone leaves every copy
+    where the value was made (the host), so each copy is placed explicitly.
+    """
     host = tf.constant(array)
-    return strategy.experimental_distribute_values_from_function(lambda _: tf.identity(host))
+    local = strategies.devices_of(strategy)
+
+    def copy(context: tf.distribute.experimental.ValueContext) -> tf.Tensor:
+        # Replica ids count every worker's replicas; each worker holds `local`.
+        with tf.device(local[context.replica_id_in_sync_group % len(local)]):
+            return tf.identity(host)
+
+    return strategy.experimental_distribute_values_from_function(copy)
 
 
 def _replica_id() -> tf.Tensor:
