@@ -1,0 +1,67 @@
+"""The benchmark's command line: one real run end to end, and user errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT, environment, mnist_manual_dir
+
+
+def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tf_mgpu.bench", f"--manual_dir={mnist_manual_dir()}", *args],
+        cwd=ROOT,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.bench
+def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mnist_data_dir):
+    done = bench(
+        f"--data_dir={mnist_data_dir}",
+        "--only=seed_torch,tf_mgpu",
+        "--epochs=2",
+        "--rounds=1",
+        "--train_split=train[:1024]",
+        "--test_split=test[:500]",
+        f"--out={tmp_path}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    out = done.stdout
+    for expected in ("tf_mgpu benchmark", "cpu: ", "tensorflow 2.", "torch 2.", "epochs=2"):
+        assert expected in out, f"{expected!r} missing from:\n{out}"
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert rows["seed_torch"][2] == "1.00x", out
+    assert rows["tf_mgpu"][-1] == "1", out  # runs
+    assert "steady ex/s, tf_mgpu / seed_torch" in out, out
+    assert f"wrote {tmp_path / 'bench.json'}" in out, out
+    report = json.loads((tmp_path / "bench.json").read_text())
+    measured = {m["variant"]: m for m in report["measurements"]}
+    assert sorted(measured) == ["seed_torch", "tf_mgpu"], measured
+    assert all(len(m["epoch_seconds"]) == 2 for m in measured.values()), measured
+    assert (tmp_path / "runs" / "round1" / "tf_mgpu" / "model" / "summary.json").is_file()
+    assert (tmp_path / "table.csv").read_text().startswith("variant,description,runs,")
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--only=tf_mgpu,nope"], "unknown nope"),
+        (["--mwms_batches=128,x"], "--mwms_batches=128,x: not integers"),
+        (["--mwms_batches=129"], "129 is not an even global batch"),
+        (["--variant=horovod"], "<seed_torch|keras_fit|xla_floor>"),
+        (["--rounds=0"], "rounds"),
+    ],
+    ids=["only", "batches_not_int", "batches_odd", "variant", "rounds"],
+)
+def test_bad_flags_fail_in_one_line_naming_the_flag(args, named):
+    done = bench(*args)
+    assert done.returncode != 0
+    assert named in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
