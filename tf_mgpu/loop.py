@@ -91,6 +91,7 @@ class ResidentTrain:
         self._num_examples = len(split)
         self._used = data.steps_per_epoch(len(split), global_batch) * global_batch
         self._seed = seed
+        self._order = (None, None)  # (epoch, its order): computed once per epoch
         images, labels = (
             _on_each_replica(strategy, split.images),
             _on_each_replica(strategy, split.labels),
@@ -112,8 +113,10 @@ class ResidentTrain:
 
     def run(self, epoch: int, first: int, count: int) -> None:
         """Steps `first` to `first + count - 1` of `epoch`."""
-        order = data.epoch_order(self._num_examples, self._seed, epoch)[: self._used]
-        self._steps(order, tf.constant(first, tf.int64), tf.constant(count, tf.int64))
+        if self._order[0] != epoch:
+            order = data.epoch_order(self._num_examples, self._seed, epoch)[: self._used]
+            self._order = (epoch, order)
+        self._steps(self._order[1], tf.constant(first, tf.int64), tf.constant(count, tf.int64))
 
 
 class StreamTrain:
