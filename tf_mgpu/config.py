@@ -32,7 +32,7 @@ class Config:
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
     # Speed: defaults are the fast path (see tf_mgpu.loop); each can be turned off.
-    steps_per_loop: int = 200  # training steps per compiled call
+    steps_per_loop: int = 500  # training steps per compiled call
     jit_compile: bool = True  # XLA where the strategy allows it
     input: str = "resident"  # or "stream": tf.data pipelines
     dtype: str = "float32"  # or "mixed_bfloat16"

@@ -79,7 +79,7 @@ _STARTUP_TIMEOUT = flags.DEFINE_float(
 )
 _STEPS_PER_LOOP = flags.DEFINE_integer(
     "steps_per_loop",
-    200,
+    500,
     "Training steps per compiled call: Python and the call's fixed cost are paid once per "
     "this many steps. An epoch's last call runs what is left.",
     lower_bound=1,
