@@ -60,9 +60,16 @@ def _on_each_replica(strategy: tf.distribute.Strategy, array) -> object:
     return strategy.experimental_distribute_values_from_function(copy)
 
 
-def _replica_id() -> tf.Tensor:
-    """This replica's index among every replica of every worker."""
-    return tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.int64)
+def _replica_rows(step: tf.Tensor, global_batch: int, per_replica: int) -> tf.Tensor:
+    """Positions, within the step's run of `global_batch`, that this replica takes.
+
+    Replica r (counting every replica of every worker) takes the r-th run of
+    `per_replica` positions of step `step`: static in size, so XLA compiles
+    it once.
+    """
+    replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+    start = step * global_batch + tf.cast(replica, tf.int64) * per_replica
+    return start + tf.range(per_replica, dtype=tf.int64)
 
 
 def _compiled(replica_fn, scope: str):
@@ -98,8 +105,7 @@ class ResidentTrain:
         )
 
         def replica_fn(images, labels, order, step):
-            start = step * global_batch + _replica_id() * per_replica
-            rows = tf.gather(order, start + tf.range(per_replica, dtype=tf.int64))
+            rows = tf.gather(order, _replica_rows(step, global_batch, per_replica))
             replica_step(data.scale(tf.gather(images, rows)), tf.gather(labels, rows))
 
         run_replica = _compiled(replica_fn, scope)
@@ -157,8 +163,7 @@ class ResidentEval:
         arrays = tuple(_on_each_replica(strategy, array) for array in padded)
 
         def replica_fn(images, labels, weights, step):
-            start = step * global_batch + _replica_id() * per_replica
-            rows = start + tf.range(per_replica, dtype=tf.int64)
+            rows = _replica_rows(step, global_batch, per_replica)
             replica_step(
                 data.scale(tf.gather(images, rows)),
                 tf.gather(labels, rows),
