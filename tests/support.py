@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 import tensorflow as tf
+from matplotlib import image
 
 from tf_mgpu import data, local_cluster
 
@@ -90,3 +91,15 @@ def run_main(args: list[str], log_dir: pathlib.Path, timeout: float, tf_config=N
     """One `python -m tf_mgpu.main` process."""
     commands = {"main": (main_command(*args), environment(tf_config))}
     return run_processes(commands, log_dir, timeout)["main"]
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path: pathlib.Path, min_width: int = 400, min_height: int = 200) -> None:
+    """`path` is a PNG image that decodes, at least `min_width` x `min_height` pixels."""
+    assert path.read_bytes()[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    pixels = image.imread(path)
+    height, width = pixels.shape[:2]
+    assert width >= min_width, pixels.shape
+    assert height >= min_height, pixels.shape

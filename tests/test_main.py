@@ -12,7 +12,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import data, main, model, train
+from tf_mgpu import data, local_cluster, main, model, train
 from tf_mgpu.config import Config
 
 PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
@@ -271,7 +271,7 @@ def test_a_worker_whose_peer_never_starts_gives_up_in_time(tmp_path, mnist_data_
     spec = support.cluster_spec(workers=2)
     files = earlier_run(model_dir(tmp_path, "worker:0"))
     args = cluster_args(tmp_path, mnist_data_dir, "--startup_timeout=5")("worker:0")
-    tf_config = {"cluster": spec, "task": {"type": "worker", "index": 0}}
+    tf_config = local_cluster.tf_config(spec, "worker", 0)
     done = support.run_main(args, tmp_path / "logs", timeout=120, tf_config=tf_config)
     assert done.returncode != 0, done.tail()
     assert "worker:0 waited 5 s for the other tasks" in done.stderr, done.tail()

@@ -6,7 +6,6 @@ import sys
 import pytest
 
 from tests import support
-from tests.test_sweeping import assert_png
 from tf_mgpu import sweeping
 
 
@@ -54,7 +53,7 @@ def test_a_tiny_sweep_writes_rows_chart_and_errors_as_rows(tmp_path, mnist_data_
         assert (tmp_path / "runs" / name / "summary.json").is_file(), name
     assert rows["fixed_w1_r1_b32"]["scaling_efficiency"] == 1.0
     assert rows["fixed_w1_r2_b32"]["scaling_efficiency"] > 0
-    assert_png(tmp_path / sweeping.CHART)
+    support.assert_png(tmp_path / sweeping.CHART)
     assert "fixed_w1_r2_b32" in done.stdout
     assert "fewer than one global batch" in done.stdout
 

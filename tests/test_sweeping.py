@@ -3,12 +3,9 @@
 import json
 
 import pytest
-from matplotlib import image
 
 from tests import support
 from tf_mgpu import local_cluster, scaling, sweeping
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def summary(replicas: int, batch: int, examples_per_second: float, accuracy: float) -> dict:
@@ -99,14 +96,6 @@ def test_compute_is_fitted_to_one_replica_rows_only():
     assert compute.per_example == pytest.approx(1e-5)
 
 
-def assert_png(path, min_width=400, min_height=200):
-    assert path.read_bytes()[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
-    pixels = image.imread(path)
-    height, width = pixels.shape[:2]
-    assert width >= min_width, pixels.shape
-    assert height >= min_height, pixels.shape
-
-
 def test_chart_is_a_png_even_with_failed_rows(tmp_path):
     rows = [
         sweeping.row(sweeping.Point(mode, 1, r, b), summary=summary(r, b, 1000.0 * r, 0.9))
@@ -116,7 +105,7 @@ def test_chart_is_a_png_even_with_failed_rows(tmp_path):
     ]
     rows.append(sweeping.row(sweeping.Point("fixed", 1, 4, 32), error="boom"))
     sweeping.chart(rows, tmp_path / "c.png", "test")
-    assert_png(tmp_path / "c.png")
+    support.assert_png(tmp_path / "c.png")
 
 
 @pytest.mark.cluster

@@ -38,7 +38,8 @@ _ONLY = flags.DEFINE_list(
     "only",
     [],
     f"Run only these: variants of the table ({', '.join(v.name for v in benchmark.TABLE)}) "
-    "and scaling pairs (mirroring, mwms_G for G in --mwms_batches). Default: all.",
+    "and scaling pairs (mirroring, mirroring_nojit, mwms_G for G in --mwms_batches). "
+    "Default: all.",
 )
 _MWMS_BATCHES = flags.DEFINE_list(
     "mwms_batches",

@@ -43,6 +43,11 @@ def tasks(spec: dict) -> list[tuple[str, int]]:
     return [(task_type, i) for task_type in order for i in range(len(spec[task_type]))]
 
 
+def tf_config(spec: dict, task_type: str, index: int) -> dict:
+    """The TF_CONFIG of task (`task_type`, `index`) of cluster `spec`."""
+    return {"cluster": spec, "task": {"type": task_type, "index": index}}
+
+
 def environment(
     tf_config: dict | str | None = None, base: Mapping[str, str] = os.environ
 ) -> dict[str, str]:
@@ -143,7 +148,6 @@ def run_cluster(
     commands = {}
     for task_type, index in tasks(spec):
         name = f"{task_type}:{index}"
-        tf_config = {"cluster": spec, "task": {"type": task_type, "index": index}}
         argv = args_for(name) if args_for is not None else command
-        commands[name] = (argv, environment(tf_config, base_env))
+        commands[name] = (argv, environment(tf_config(spec, task_type, index), base_env))
     return run_processes(commands, log_dir, timeout, cwd=cwd)

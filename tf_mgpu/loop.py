@@ -28,8 +28,6 @@ import tensorflow as tf
 
 from tf_mgpu import data, strategies
 
-INPUTS = ("resident", "stream")
-
 
 def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: str) -> str:
     """What XLA compiles: 'loop' (each whole call), 'replica' (each replica's step) or 'none'."""
@@ -142,6 +140,10 @@ class StreamTrain:
     def run(self, epoch: int, first: int, count: int) -> None:
         """The next `count` steps; the iterator already knows the epoch and step."""
         del epoch, first
+        self.steps(count)
+
+    def steps(self, count: int) -> None:
+        """The iterator's next `count` steps."""
         self._steps(self._iterator, tf.constant(count, tf.int64))
 
 
@@ -188,7 +190,7 @@ class StreamEval:
 
     def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
         self._count = steps
-        self._train = StreamTrain(strategy, replica_step, dataset_fn, scope)
+        self._stream = StreamTrain(strategy, replica_step, dataset_fn, scope)
 
     def run(self) -> None:
-        self._train.run(0, 0, self._count)
+        self._stream.steps(self._count)

@@ -115,7 +115,8 @@ class Runner:
         if self.gpus and self.gpus < point.replicas:
             return row(point, error=f"{point.replicas} replicas need GPUs; {self.gpus} here")
         if point.workers == 1:
-            commands = {"main": (self._main_command(point, model_dir), self._env(point, None))}
+            env = self._env(range(point.replicas))
+            commands = {"main": (self._main_command(point, model_dir), env)}
         else:
             commands = self._cluster_commands(point, model_dir)
         finished = local_cluster.run_processes(commands, model_dir / "logs", self.timeout)
@@ -142,11 +143,14 @@ class Runner:
             command += ["--scale_lr", f"--warmup_epochs={self.warmup_epochs:g}"]
         return command
 
-    def _env(self, point: Point, worker: int | None, tf_config: dict | None = None) -> dict:
-        """Worker `worker` gets that GPU; a single process gets the first `replicas` GPUs."""
+    def _env(self, gpus: Iterable[int], tf_config: dict | None = None) -> dict:
+        """This environment with `tf_config`, and with GPUs there are, only `gpus` visible.
+
+        Worker i gets GPU i; a single process with R replicas gets the first R.
+        """
         env = local_cluster.environment(tf_config)
         if self.gpus:
-            env.update(_visible([worker] if worker is not None else range(point.replicas)))
+            env.update(_visible(gpus))
         return env
 
     def _cluster_commands(self, point: Point, model_dir: pathlib.Path) -> dict:
@@ -155,10 +159,9 @@ class Runner:
         commands = {}
         for task_type, index in local_cluster.tasks(spec):
             own_dir = model_dir if index == 0 else model_dir / f"worker{index}"
-            tf_config = {"cluster": spec, "task": {"type": task_type, "index": index}}
             commands[f"{task_type}:{index}"] = (
                 self._main_command(point, own_dir),
-                self._env(point, index, tf_config),
+                self._env([index], local_cluster.tf_config(spec, task_type, index)),
             )
         return commands
 
@@ -196,17 +199,10 @@ class Runner:
 
     def _allreduce_commands(self, kind: str, command: list[str]) -> dict:
         if kind == "mirrored":
-            return {"main": (command, self._env(Point("fixed", 1, 2, 1), None))}
+            return {"main": (command, self._env(range(2)))}
         spec = local_cluster.cluster_spec(2)
         return {
-            f"worker:{i}": (
-                command,
-                self._env(
-                    Point("fixed", 2, 2, 1),
-                    i,
-                    {"cluster": spec, "task": {"type": "worker", "index": i}},
-                ),
-            )
+            f"worker:{i}": (command, self._env([i], local_cluster.tf_config(spec, "worker", i)))
             for i in range(2)
         }
 
