@@ -5,9 +5,14 @@ alone or as a TF_CONFIG cluster: every process gets its own TF_CONFIG, log
 files and a time bound, and is killed in `finally`.
 """
 
+import contextlib
 import os
 import pathlib
+import re
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -103,3 +108,81 @@ def assert_png(path: pathlib.Path, min_width: int = 400, min_height: int = 200) 
     height, width = pixels.shape[:2]
     assert width >= min_width, pixels.shape
     assert height >= min_height, pixels.shape
+
+
+WEIGHTS_LINE = re.compile(r"^tf_mgpu weights: task=(\S+) sha256=([0-9a-f]{64})$", re.M)
+
+
+def digests(finished: Finished) -> dict[str, str]:
+    """Task name -> the sha256 of its final weights, from its last line."""
+    return dict(WEIGHTS_LINE.findall(finished.stdout))
+
+
+class Started:
+    """A `python -m tf_mgpu.main` process running in its own session, logs in `log_dir`."""
+
+    def __init__(self, args: list[str], log_dir: pathlib.Path, name: str = "main", tf_config=None):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self._out, self._err = log_dir / f"{name}.out", log_dir / f"{name}.err"
+        with open(self._out, "w") as out, open(self._err, "w") as err:
+            self.process = subprocess.Popen(
+                main_command(*args),
+                cwd=ROOT,
+                env=environment(tf_config),
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        self.started = time.monotonic()
+
+    def signal_group(self, number: int) -> None:
+        """Sends `number` to every process of this task (the supervisor and its trainer)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, number)
+
+    def wait(self, timeout: float) -> Finished:
+        """Waits for the exit; kills the whole group if `timeout` passes first."""
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            self.signal_group(signal.SIGKILL)
+            self.process.wait()
+        return Finished(
+            self.name,
+            self.process.returncode,
+            self._out.read_text(),
+            self._err.read_text(),
+            time.monotonic() - self.started,
+        )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout} s for {what}")
+        time.sleep(0.02)
+
+
+def checkpoint_steps(model_dir: pathlib.Path) -> list[int]:
+    """Steps of the complete checkpoints in `model_dir`, oldest first."""
+    found = (model_dir / "checkpoints").glob("ckpt-*.index")
+    return sorted(int(p.name[len("ckpt-") : -len(".index")]) for p in found)
+
+
+def error_lines(finished: Finished) -> list[str]:
+    """The lines tf_mgpu itself printed to stderr (TensorFlow's own start-up lines aside)."""
+    return [line for line in finished.stderr.splitlines() if line.startswith("tf_mgpu: ")]
+
+
+def assert_one_line_exit(finished: Finished, code: int, expected: str) -> str:
+    """Exit `code`, exactly one tf_mgpu line on stderr containing `expected`, no traceback."""
+    assert finished.returncode == code, finished.tail()
+    lines = error_lines(finished)
+    assert len(lines) == 1, finished.tail()
+    assert expected in lines[0], finished.tail()
+    assert "Traceback" not in finished.stderr, finished.tail()
+    return lines[0]

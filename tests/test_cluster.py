@@ -1,10 +1,6 @@
-"""TF_CONFIG parsing and the start-up deadline."""
+"""TF_CONFIG parsing."""
 
 import json
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -80,32 +76,3 @@ def test_bad_tf_config_is_one_user_error_with_an_example(raw, expected):
 def test_index_error_names_both_numbers():
     with pytest.raises(UserError, match=r"index 5 is out of range: the cluster has 2 'worker'"):
         cluster.task_from_env(tf_config(TWO_WORKERS, "worker", 5))
-
-
-def _python(code: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
-    )
-    return done, time.monotonic() - started
-
-
-def test_deadline_kills_a_process_stuck_past_it():
-    code = (
-        "import time\nfrom tf_mgpu import cluster\n"
-        "with cluster.deadline(1, 'stuck: gave up'):\n    time.sleep(60)\n"
-    )
-    done, seconds = _python(code, timeout=50)
-    assert done.returncode == -signal.SIGKILL, done
-    assert done.stderr.strip().endswith("stuck: gave up"), done.stderr
-    assert seconds < 30, f"took {seconds:.0f} s to kill a block bounded at 1 s"
-
-
-def test_deadline_leaves_a_prompt_block_alone():
-    code = (
-        "from tf_mgpu import cluster\n"
-        "with cluster.deadline(30, 'never printed'):\n    pass\nprint('after')\n"
-    )
-    done, seconds = _python(code, timeout=50)
-    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "after", ""), done
-    assert seconds < 20, f"waited {seconds:.0f} s for the watchdog after the block ended"

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -12,7 +13,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import data, local_cluster, main, model, train
+from tf_mgpu import data, errors, local_cluster, main, model, train
 from tf_mgpu.config import Config
 
 PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
@@ -50,19 +51,46 @@ def test_helpfull_explains_every_flag():
     [
         (["--batch_size=0"], "batch_size"),
         (["--epochs=-1"], "epochs"),
-        (["--learning_rate=0"], "learning_rate must be positive"),
+        (["--learning_rate=0"], "learning_rate must be a positive finite number"),
+        (["--learning_rate=inf"], "learning_rate must be a positive finite number"),
+        (["--learning_rate=nan"], "learning_rate must be a positive finite number"),
+        (["--batch_size=abc"], "batch_size"),
+        (["--jit_compile=maybe"], "jit_compile"),
+        (["--dtype=float16"], "<float32|mixed_bfloat16>"),
+        (["--startup_timeout=inf"], "startup_timeout must be a finite number"),
+        (["--peer_timeout=0"], "peer_timeout"),
+        (["--warmup_epochs=nan"], "warmup_epochs must be a finite number"),
+        (["--checkpoint_steps=0"], "checkpoint_steps"),
         (["--strategy=horovod"], "<mirrored|multi_worker_mirrored|one_device|default>"),
         (["--num_cpu_devices=0"], "num_cpu_devices"),
         (["--no_such_flag=1"], "no_such_flag"),
         (["stray_argument"], "unexpected arguments: stray_argument"),
     ],
-    ids=["batch_size", "epochs", "learning_rate", "strategy", "cpu_devices", "unknown", "stray"],
+    ids=[
+        "batch_size",
+        "epochs",
+        "learning_rate",
+        "learning_rate_inf",
+        "learning_rate_nan",
+        "batch_size_type",
+        "bool_type",
+        "dtype",
+        "startup_timeout_inf",
+        "peer_timeout",
+        "warmup_nan",
+        "checkpoint_steps",
+        "strategy",
+        "cpu_devices",
+        "unknown",
+        "stray",
+    ],
 )
 def test_bad_flags_fail_fast_naming_the_flag(args, named):
     done = quick(args)
-    assert done.returncode != 0
+    assert done.returncode == errors.EXIT_USAGE, done.stderr
     assert named in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2, done.stderr
 
 
 def preset_header(path: pathlib.Path) -> str:
@@ -116,11 +144,8 @@ def assert_untouched(model_dir: pathlib.Path, files: dict[str, str]) -> None:
 
 
 def assert_one_line_user_error(finished: support.Finished, expected: str) -> None:
-    assert finished.returncode == 2, finished.tail()
-    assert "Traceback" not in finished.stderr, finished.tail()
-    last = finished.stderr.strip().splitlines()[-1]
-    assert last.startswith("tf_mgpu: error: "), finished.tail()
-    assert expected in last, finished.tail()
+    line = support.assert_one_line_exit(finished, errors.EXIT_USER_ERROR, expected)
+    assert line.startswith("tf_mgpu: error: "), line
 
 
 TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
@@ -140,6 +165,12 @@ TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
         (["--train_split=train[:10]"], None, "has 10 examples, fewer than one global batch of 64"),
         (["--test_split=validation"], None, "--test_split=validation is not a valid TFDS split"),
         (["--model_dir=/dev/null/run"], None, "--model_dir=/dev/null/run cannot be created"),
+        (["--model_dir=/dev/null"], None, "--model_dir=/dev/null is a file"),
+        (
+            ["--num_cpu_devices=2"],
+            {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 0}},
+            "--num_cpu_devices=2 cannot apply under TF_CONFIG",
+        ),
     ],
     ids=[
         "tf_config_json",
@@ -149,6 +180,8 @@ TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
         "batch",
         "split",
         "model_dir",
+        "model_dir_file",
+        "cpu_devices_cluster",
     ],
 )
 def test_user_errors_are_one_line_and_keep_earlier_outputs(
@@ -163,6 +196,42 @@ def test_user_errors_are_one_line_and_keep_earlier_outputs(
     )
     assert_one_line_user_error(done, expected)
     assert_untouched(tmp_path / "model", files)
+
+
+def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:
+    """A --manual_dir that is empty, a file, or holds a truncated or a wrong MNIST file."""
+    path = tmp_path / "manual"
+    if kind == "file":
+        path.write_text("not a folder")
+        return path
+    path.mkdir()
+    if kind == "empty":
+        return path
+    for name in data.MANUAL_FILES:
+        shutil.copy(support.mnist_manual_dir() / name, path / name)
+    target = path / data.MANUAL_FILES[0]
+    if kind == "truncated":
+        target.write_bytes(target.read_bytes()[:1000])
+    else:
+        target.write_text("this is not MNIST")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["empty", "file", "truncated", "wrong"])
+def test_a_broken_manual_dir_is_one_line_naming_it(tmp_path, kind):
+    manual_dir = broken_manual_dir(tmp_path, kind)
+    done = support.run_main(
+        [
+            f"--manual_dir={manual_dir}",
+            f"--data_dir={tmp_path / 'tfds'}",  # empty: TFDS must prepare from manual_dir
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        tmp_path / "logs",
+        timeout=180,
+    )
+    expected = "could not prepare MNIST" if kind in ("truncated", "wrong") else "--manual_dir="
+    line = support.assert_one_line_exit(done, errors.EXIT_USER_ERROR, expected)
+    assert "--manual_dir" in line, line
 
 
 def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data_dir):

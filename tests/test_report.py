@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tf_mgpu import model, report
+from tf_mgpu import checkpoint, model, report
 from tf_mgpu.errors import UserError
 
 RECORD = {
@@ -17,6 +17,12 @@ RECORD = {
     "examples_per_second": 51234.5,
     "seconds": 1.17,
 }
+
+
+def test_dropped_line_says_how_many_examples_each_epoch_leaves_out():
+    line = report.dropped_line(20_000, 60_000, 40_000)
+    assert "20,000 of the 60,000 training examples (33%)" in line, line
+    assert "--batch_size" in line, line
 
 
 def test_epoch_line_shows_every_figure():
@@ -37,8 +43,7 @@ def test_outputs_without_model_dir_write_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_outputs_replace_the_previous_run_and_leave_no_partial_files(tmp_path):
-    (tmp_path / report.METRICS).write_text('{"epoch": 99}\n')
+def test_outputs_of_a_run_land_whole_and_leave_no_partial_files(tmp_path):
     outputs = report.Outputs(str(tmp_path))
     outputs.check()
     outputs.begin("--epochs=2\n")
@@ -54,16 +59,41 @@ def test_outputs_replace_the_previous_run_and_leave_no_partial_files(tmp_path):
     )
 
 
-def test_an_unfinished_run_leaves_the_previous_outputs_as_they_were(tmp_path):
-    previous = {report.SUMMARY: "{}\n", report.METRICS: '{"epoch": 1}\n', report.FLAGS: "--x\n"}
-    for name, text in previous.items():
-        (tmp_path / name).write_text(text)
+def test_a_resumed_run_keeps_the_epochs_its_checkpoint_holds_and_no_later_ones(tmp_path):
     outputs = report.Outputs(str(tmp_path))
-    outputs.check()
     outputs.begin("--epochs=5\n")
-    outputs.epoch(RECORD)  # then the run dies: no finish()
-    for name, text in previous.items():
-        assert (tmp_path / name).read_text() == text, name
+    for epoch in (1, 2, 3):  # the run died after logging epoch 3, before its checkpoint
+        outputs.epoch({**RECORD, "epoch": epoch})
+    kept = outputs.resume(2, "--epochs=5\n")
+    assert [r["epoch"] for r in kept] == [1, 2]
+    outputs.epoch({**RECORD, "epoch": 3})
+    logged = [json.loads(line) for line in (tmp_path / report.METRICS).read_text().splitlines()]
+    assert [r["epoch"] for r in logged] == [1, 2, 3]
+
+
+def test_outputs_refuse_nan_rather_than_write_invalid_json(tmp_path):
+    outputs = report.Outputs(str(tmp_path))
+    outputs.begin(None)
+    with pytest.raises(ValueError, match="JSON"):
+        outputs.epoch({**RECORD, "train_loss": float("nan")})
+
+
+def test_clean_deletes_only_this_programs_files(tmp_path):
+    for name in (report.SUMMARY, report.METRICS, report.FLAGS, report.WEIGHTS, "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / checkpoint.DIRECTORY).mkdir()
+    (tmp_path / checkpoint.DIRECTORY / "ckpt-1.index").write_text("x")
+    outputs = report.Outputs(str(tmp_path))
+    assert outputs.has_outputs()
+    outputs.clean()
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    assert not outputs.has_outputs()
+
+
+def test_a_model_dir_that_is_a_file_is_a_user_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="is a file; choose a folder"):
+        report.Outputs(str(tmp_path / "file")).check()
 
 
 def test_a_model_dir_that_cannot_be_created_is_a_user_error(tmp_path):

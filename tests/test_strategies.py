@@ -46,7 +46,7 @@ def test_unknown_name_lists_the_valid_ones():
     ],
 )
 def test_create_returns_a_real_strategy(name, kind, replicas):
-    strategy = strategies.create(name, ALONE, startup_timeout=10)
+    strategy = strategies.create(name, ALONE)
     assert isinstance(strategy, kind)
     assert strategy.num_replicas_in_sync == replicas
     assert strategies.name_of(strategy) == name

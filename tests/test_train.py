@@ -76,7 +76,7 @@ def test_evaluation_counts_every_test_example_across_replicas(mnist):
 @pytest.mark.parametrize("name", ["mirrored", "one_device", "default"])
 def test_every_strategy_the_factory_builds_trains(mnist, name):
     fresh_collective_keys()
-    strategy = strategies.create(name, cluster.Task(), startup_timeout=10)
+    strategy = strategies.create(name, cluster.Task())
     config = dataclasses.replace(SMALL, epochs=1)
     result = train.run(config, strategy=strategy, datasets=subset(mnist, 512, 100))
     assert result.summary["strategy"] == name
@@ -101,6 +101,7 @@ def test_outputs_land_in_model_dir_and_reload(mnist, tmp_path):
     config = dataclasses.replace(SMALL, model_dir=str(tmp_path))
     result = train.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 512, 128))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoints",
         "metrics.jsonl",
         "model.weights.h5",
         "summary.json",
@@ -165,7 +166,7 @@ def test_mixed_bfloat16_trains_and_keeps_float32_weights(mnist):
 
 
 def test_running_out_of_memory_is_one_line_naming_the_batch_and_the_fixes(mnist, monkeypatch):
-    def exhausted(self):
+    def exhausted(self, between_calls=None):
         raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
 
     monkeypatch.setattr(train.Trainer, "train_epoch", exhausted)

@@ -1,4 +1,4 @@
-"""Which task this process is, read from TF_CONFIG, and a bound on waiting for peers.
+"""Which task this process is, read from TF_CONFIG.
 
 TF_CONFIG is the standard cluster spec that Kubernetes operators, Slurm
 wrappers and people set for tf.distribute; MultiWorkerMirroredStrategy reads
@@ -7,13 +7,10 @@ that a malformed one is reported in one line before any worker starts
 waiting for others.
 """
 
-import contextlib
 import dataclasses
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from tf_mgpu.errors import UserError
 
@@ -105,32 +102,3 @@ def _is_address(host: object) -> bool:
         return False
     name, _, port = host.rpartition(":")
     return bool(name) and port.isdigit() and 0 < int(port) < 65536
-
-
-# The watchdog is a separate process because the thing it bounds cannot be
-# interrupted from inside: MultiWorkerMirroredStrategy's constructor blocks
-# while holding the GIL (no Python thread or signal handler runs) and ignores
-# SIGTERM, so only a SIGKILL from outside ends it. The watchdog exits quietly
-# as soon as its stdin becomes readable: the parent wrote to it or died.
-_WATCHDOG = """
-import os, select, signal, sys
-parent, seconds, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-if not select.select([sys.stdin], [], [], seconds)[0]:
-    sys.stderr.write(message + "\\n")
-    sys.stderr.flush()
-    os.kill(parent, signal.SIGKILL)
-"""
-
-
-@contextlib.contextmanager
-def deadline(seconds: float, message: str) -> Iterator[None]:
-    """Kills this process, after printing `message` to stderr, if the block outlasts `seconds`."""
-    watchdog = subprocess.Popen(
-        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(seconds), message],
-        stdin=subprocess.PIPE,
-    )
-    try:
-        yield
-    finally:
-        watchdog.stdin.close()
-        watchdog.wait()

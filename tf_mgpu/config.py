@@ -31,6 +31,11 @@ class Config:
     test_split: str = "test"
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
+    peer_timeout: float = 60.0  # seconds a worker waits for progress once training
+    # Checkpoints, in model_dir/checkpoints: every this many steps (rounded up to
+    # whole calls of steps_per_loop) and at every epoch's end.
+    checkpoint_steps: int = 1000
+    clean: bool = False  # delete model_dir's checkpoints and outputs and start over
     # Speed: defaults are the fast path (see tf_mgpu.loop); each can be turned off.
     steps_per_loop: int = 500  # training steps per compiled call
     jit_compile: bool = True  # XLA where the strategy allows it

@@ -154,8 +154,10 @@ def train_dataset(
     epochs: int,
     context: tf.distribute.InputContext,
     first_epoch: int = 0,
+    first_step: int = 0,
 ) -> tf.data.Dataset:
-    """Epochs `first_epoch` to `epochs - 1` of per-replica batches for the pipeline `context` names.
+    """Epochs `first_epoch` to `epochs - 1` of per-replica batches for the pipeline `context` names,
+    starting at step `first_step` of the first (to resume mid-epoch).
 
     Sharded by data, not by file, because each MNIST split is a single file:
     every pipeline holds the whole split and keeps every N-th example of the
@@ -171,6 +173,7 @@ def train_dataset(
     never straddle two epochs.
     """
     per_replica = context.get_per_replica_batch_size(global_batch)
+    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
     used = steps_per_epoch(len(split), global_batch) * global_batch
     images, labels = tf.constant(split.images), tf.constant(split.labels)
 
@@ -184,6 +187,7 @@ def train_dataset(
         tf.data.Dataset.range(first_epoch, epochs)
         .flat_map(epoch_examples)
         .batch(per_replica, drop_remainder=True)
+        .skip(first_step * replicas_here)
         .map(lambda index: (scale(tf.gather(images, index)), tf.gather(labels, index)))
         .prefetch(tf.data.AUTOTUNE)
     )

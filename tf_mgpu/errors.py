@@ -1,8 +1,68 @@
-"""The one exception type that means "the user must change something"."""
+"""How a run ends when it cannot finish: one exception per outcome, each with its exit code.
+
+`tf_mgpu.main` prints any of them as one line, `tf_mgpu: error: ...` (or
+`tf_mgpu: stopped: ...`), and exits with its code, without a traceback. The
+codes are the same on every path and documented in README.md:
+
+  0   success (or nothing left to train)
+  1   a bug in tf_mgpu: an unexpected exception, with its traceback
+  2   bad command line: unknown flag, wrong type, value out of range
+  3   bad input: TF_CONFIG, data, --model_dir, checkpoints, device memory
+  4   training diverged: the loss is not finite; the last good checkpoint is kept
+  5   a peer never started within --startup_timeout
+  6   a peer was lost during training; rerunning the same command resumes
+  75  stopped by SIGTERM or SIGINT after saving a checkpoint; rerunning resumes
+      (EX_TEMPFAIL: "try again later")
+"""
+
+EXIT_OK = 0
+EXIT_BUG = 1
+EXIT_USAGE = 2
+EXIT_USER_ERROR = 3
+EXIT_DIVERGED = 4
+EXIT_PEERS_UNREACHABLE = 5
+EXIT_PEER_LOST = 6
+EXIT_STOPPED = 75
 
 
-class UserError(Exception):
-    """A problem the user can fix (flag, TF_CONFIG, data); its message names the fix.
+class Failure(Exception):  # noqa: N818 (an outcome, not always an error)
+    """An expected way for a run to end early; the message is the whole story."""
 
-    `tf_mgpu.main` prints it as one line and exits non-zero, without a traceback.
-    """
+    exit_code = EXIT_BUG
+    prefix = "error"
+
+
+class UserError(Failure):
+    """A problem the user can fix (flag, TF_CONFIG, data, model dir); its message names the fix."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+class Diverged(Failure):
+    """The training loss stopped being finite."""
+
+    exit_code = EXIT_DIVERGED
+
+
+class PeersUnreachable(Failure):
+    """Some task of TF_CONFIG never started."""
+
+    exit_code = EXIT_PEERS_UNREACHABLE
+
+
+class PeerLost(Failure):
+    """A task of the cluster died, froze or became unreachable during training."""
+
+    exit_code = EXIT_PEER_LOST
+
+
+class Stopped(Failure):
+    """SIGTERM or SIGINT asked the run to stop; what was trained is saved."""
+
+    exit_code = EXIT_STOPPED
+    prefix = "stopped"
+
+
+def line(failure: Failure) -> str:
+    """The one line printed for `failure`."""
+    return f"tf_mgpu: {failure.prefix}: {failure}"

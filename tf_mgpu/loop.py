@@ -74,6 +74,16 @@ def _compiled(replica_fn, scope: str):
     return tf.function(replica_fn, jit_compile=True) if scope == "replica" else replica_fn
 
 
+def _first_bad(strategy, finite, step: tf.Tensor, bad: tf.Tensor) -> tf.Tensor:
+    """`bad`, or `step` if this is the first step whose loss was not finite on a local replica.
+
+    Local replicas suffice: a non-finite gradient reaches every worker
+    through the all-reduce, so every worker sees the same first bad step.
+    """
+    finite_here = tf.reduce_all(tf.stack(strategy.experimental_local_results(finite)))
+    return tf.where((bad < 0) & tf.logical_not(finite_here), step, bad)
+
+
 class ResidentTrain:
     """Training steps that gather each replica's batch from a split held on its device.
 
@@ -104,23 +114,30 @@ class ResidentTrain:
 
         def replica_fn(images, labels, order, step):
             rows = tf.gather(order, _replica_rows(step, global_batch, per_replica))
-            replica_step(data.scale(tf.gather(images, rows)), tf.gather(labels, rows))
+            return replica_step(data.scale(tf.gather(images, rows)), tf.gather(labels, rows))
 
         run_replica = _compiled(replica_fn, scope)
 
         @tf.function(jit_compile=scope == "loop")
         def steps(order, first, count):
+            bad = tf.constant(-1, tf.int64)
             for k in tf.range(count):
-                strategy.run(run_replica, args=(images, labels, order, first + k))
+                finite = strategy.run(run_replica, args=(images, labels, order, first + k))
+                bad = _first_bad(strategy, finite, first + k, bad)
+            return bad
 
         self._steps = steps
 
-    def run(self, epoch: int, first: int, count: int) -> None:
-        """Steps `first` to `first + count - 1` of `epoch`."""
+    def run(self, epoch: int, first: int, count: int) -> int:
+        """Steps `first` to `first + count - 1` of `epoch`.
+
+        Returns the first of them whose loss was not finite, or -1.
+        """
         if self._order[0] != epoch:
             order = data.epoch_order(self._num_examples, self._seed, epoch)[: self._used]
             self._order = (epoch, order)
-        self._steps(self._order[1], tf.constant(first, tf.int64), tf.constant(count, tf.int64))
+        first_t, count_t = tf.constant(first, tf.int64), tf.constant(count, tf.int64)
+        return int(self._steps(self._order[1], first_t, count_t))
 
 
 class StreamTrain:
@@ -131,20 +148,23 @@ class StreamTrain:
         run_replica = _compiled(replica_step, scope)
 
         @tf.function
-        def steps(iterator, count):
-            for _ in tf.range(count):
-                strategy.run(run_replica, args=next(iterator))
+        def steps(iterator, first, count):
+            bad = tf.constant(-1, tf.int64)
+            for k in tf.range(count):
+                finite = strategy.run(run_replica, args=next(iterator))
+                bad = _first_bad(strategy, finite, first + k, bad)
+            return bad
 
         self._steps = steps
 
-    def run(self, epoch: int, first: int, count: int) -> None:
-        """The next `count` steps; the iterator already knows the epoch and step."""
-        del epoch, first
-        self.steps(count)
+    def run(self, epoch: int, first: int, count: int) -> int:
+        """The next `count` steps, numbered from `first`; the iterator knows the epoch.
 
-    def steps(self, count: int) -> None:
-        """The iterator's next `count` steps."""
-        self._steps(self._iterator, tf.constant(count, tf.int64))
+        Returns the first of them whose loss was not finite, or -1.
+        """
+        del epoch
+        first_t, count_t = tf.constant(first, tf.int64), tf.constant(count, tf.int64)
+        return int(self._steps(self._iterator, first_t, count_t))
 
 
 class ResidentEval:
@@ -189,8 +209,16 @@ class StreamEval:
     """Every test example once per call, from an endless distributed `tf.data` iterator."""
 
     def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
+        self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
         self._count = steps
-        self._stream = StreamTrain(strategy, replica_step, dataset_fn, scope)
+        run_replica = _compiled(replica_step, scope)
+
+        @tf.function
+        def steps(iterator, count):
+            for _ in tf.range(count):
+                strategy.run(run_replica, args=next(iterator))
+
+        self._steps = steps
 
     def run(self) -> None:
-        self._stream.steps(self._count)
+        self._steps(self._iterator, tf.constant(self._count, tf.int64))

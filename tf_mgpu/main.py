@@ -5,19 +5,22 @@
   TF_CONFIG=... python -m tf_mgpu.main --strategy=multi_worker_mirrored   # on every worker
 
 Offline, --manual_dir names a folder with the four original MNIST .gz files.
-Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) go to --model_dir.
+Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) and
+checkpoints go to --model_dir; running the same command again resumes there.
+Exit codes: see tf_mgpu/errors.py and README.md.
 """
 
 # This is the only module that reads flags: it turns them into one
 # `tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
 
+import math
 import os
 import sys
 
 from absl import app, flags, logging
 
+from tf_mgpu import cluster, errors, stopping, supervisor
 from tf_mgpu.config import DTYPES, INPUTS, REFERENCE_BATCH, STRATEGIES, Config
-from tf_mgpu.errors import UserError
 
 _STRATEGY = flags.DEFINE_enum(
     "strategy",
@@ -55,7 +58,22 @@ _MANUAL_DIR = flags.DEFINE_string(
 _MODEL_DIR = flags.DEFINE_string(
     "model_dir",
     "/tmp/tf_mgpu",
-    "Where the chief writes summary.json, metrics.jsonl, flags.txt and model.weights.h5.",
+    "Where the chief writes checkpoints (in checkpoints/), summary.json, metrics.jsonl, "
+    "flags.txt and model.weights.h5. A run into a folder that holds checkpoints of the same "
+    "run resumes from the newest; one of another run is refused (see --clean).",
+)
+_CLEAN = flags.DEFINE_boolean(
+    "clean",
+    False,
+    "Delete the checkpoints and outputs in --model_dir (only this program's files) and start over.",
+)
+_CHECKPOINT_STEPS = flags.DEFINE_integer(
+    "checkpoint_steps",
+    1000,
+    "Save a checkpoint every this many training steps (rounded up to whole calls of "
+    "--steps_per_loop), besides the one at every epoch's end; at most the steps since the "
+    "last save are lost when a run dies.",
+    lower_bound=1,
 )
 _TRAIN_SPLIT = flags.DEFINE_string(
     "train_split", "train", "TFDS split to train on, e.g. 'train[:10%]'."
@@ -74,7 +92,15 @@ _STARTUP_TIMEOUT = flags.DEFINE_float(
     "startup_timeout",
     300.0,
     "Seconds a multi-worker task waits for every other task of TF_CONFIG to start "
-    "before it exits with an error.",
+    "before it exits with an error (exit code 5).",
+    lower_bound=1.0,
+)
+_PEER_TIMEOUT = flags.DEFINE_float(
+    "peer_timeout",
+    60.0,
+    "Multi-worker: seconds a task waits for progress (a call of --steps_per_loop steps, an "
+    "evaluation, a save) before it gives up on a frozen or unreachable peer (exit code 6). "
+    "TensorFlow's own heartbeats usually notice a dead peer within about 10 s.",
     lower_bound=1.0,
 )
 _STEPS_PER_LOOP = flags.DEFINE_integer(
@@ -129,8 +155,12 @@ _MEMORY_GROWTH = flags.DEFINE_boolean(
     "GPUs allocate memory as training needs it, instead of nearly all of it at start.",
 )
 flags.register_validator(
-    "learning_rate", lambda rate: rate > 0, message="--learning_rate must be positive"
+    "learning_rate",
+    lambda rate: math.isfinite(rate) and rate > 0,
+    message="--learning_rate must be a positive finite number",
 )
+for _name in ("startup_timeout", "peer_timeout", "warmup_epochs"):
+    flags.register_validator(_name, math.isfinite, message=f"--{_name} must be a finite number")
 
 _ALL_FLAGS = (
     _STRATEGY,
@@ -145,6 +175,9 @@ _ALL_FLAGS = (
     _TEST_SPLIT,
     _NUM_CPU_DEVICES,
     _STARTUP_TIMEOUT,
+    _PEER_TIMEOUT,
+    _CHECKPOINT_STEPS,
+    _CLEAN,
     _STEPS_PER_LOOP,
     _JIT_COMPILE,
     _INPUT,
@@ -176,23 +209,67 @@ def flagfile_text() -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's parser, but a bad flag is one line and exit code 2 (absl's own uses 1)."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        print(f"tf_mgpu: error: {e}; see --helpfull", file=sys.stderr)
+        sys.exit(errors.EXIT_USAGE)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+        print(
+            f"tf_mgpu: error: unexpected arguments: {' '.join(argv[1:])}; flags take the "
+            f"form --name=value, see --helpfull",
+            file=sys.stderr,
+        )
+        sys.exit(errors.EXIT_USAGE)
     config = config_from_flags()
-    if not flags.FLAGS["verbosity"].present:
+    quiet = not flags.FLAGS["verbosity"].present
+    if quiet:
         # TensorFlow and TFDS log every traced collective and file read at INFO,
-        # burying the epoch lines; --verbosity=0 brings them back.
+        # and TensorFlow's C++ runtime logs each aborted collective at ERROR,
+        # burying the epoch lines and our one-line errors; --verbosity=0 shows them.
         logging.set_verbosity(logging.WARNING)
-    # Imported here, after flags parse, so --help and flag errors do not wait for TensorFlow.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        task = cluster.task_from_env()
+        if task.num_workers > 1 and not supervisor.is_child():
+            sys.exit(
+                supervisor.supervise(
+                    sys.argv,
+                    task=str(task),
+                    addresses=task.addresses,
+                    startup_timeout=config.startup_timeout,
+                    peer_timeout=config.peer_timeout,
+                )
+            )
+        supervisor.bind_to_parent()
+        _train(config)
+    except errors.Failure as e:
+        print(errors.line(e), file=sys.stderr, flush=True)
+        _exit(e.exit_code)
+    _exit(errors.EXIT_OK)
+
+
+def _train(config: Config) -> None:
+    stop = stopping.Stop()
+    stop.install()
+    # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     from tf_mgpu import train
 
-    try:
-        train.run(config, flagfile=flagfile_text())
-    except UserError as e:
-        print(f"tf_mgpu: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    train.run(config, flagfile=flagfile_text(), stop=stop)
+
+
+def _exit(code: int) -> None:
+    """Ends the process now: TensorFlow's multi-worker runtime otherwise lingers at exit
+    (about 40 s) waiting on peers that are already gone. Every file is closed by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -45,6 +45,9 @@ class Sums:
         self._sums["correct"].assign_add(tf.reduce_sum(correct * weights))
         self._sums["count"].assign_add(tf.reduce_sum(weights))
 
+    def variables(self) -> list[tf.Variable]:
+        return list(self._sums.values())
+
     def reset(self) -> None:
         for total in self._sums.values():
             total.assign(0.0)

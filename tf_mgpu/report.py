@@ -4,12 +4,13 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu import strategies
+from tf_mgpu import checkpoint, strategies
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 
@@ -79,13 +80,24 @@ def memory_use() -> dict:
     return usage
 
 
+def dropped_line(dropped: int, examples: int, global_batch: int) -> str:
+    """The warning for a global batch that leaves much of each epoch unused."""
+    return (
+        f"tf_mgpu: warning: a global batch of {global_batch} leaves {dropped:,} of the "
+        f"{examples:,} training examples ({dropped / examples:.0%}) out of every epoch "
+        f"(each epoch drops its last partial batch); lower --batch_size to use them"
+    )
+
+
 class Outputs:
     """The chief's files in `model_dir`; built with `model_dir=None` it writes nothing.
 
-    During the run, flags and per-epoch metrics go to `*.partial` files; at the
-    end every file is renamed into place, summary last. So `model_dir` holds
-    one complete run's outputs at any time: a run that fails or is killed
-    leaves the previous run's files as they were, beside its own partial ones.
+    `flags.txt` is written when training starts, `metrics.jsonl` gains a line
+    per epoch, and `model.weights.h5` and `summary.json` are written at the end.
+    Each file is written whole under another name and renamed into place, so
+    none is ever half-written. A resumed run keeps the epochs its checkpoint
+    holds and drops any later line, so no epoch appears twice or is missing.
+    Every value is strict JSON (no NaN).
     """
 
     def __init__(self, model_dir: str | None):
@@ -95,6 +107,8 @@ class Outputs:
         """Creates `model_dir` and checks it is writable, before any work starts."""
         if self.model_dir is None:
             return
+        if os.path.exists(self.model_dir) and not os.path.isdir(self.model_dir):
+            raise UserError(f"--model_dir={self.model_dir} is a file; choose a folder")
         try:
             os.makedirs(self.model_dir, exist_ok=True)
         except OSError as e:
@@ -107,36 +121,68 @@ class Outputs:
                 f"--model_dir={self.model_dir} is not writable; choose a folder you can write to"
             )
 
-    def begin(self, flagfile: str | None) -> None:
-        """Starts this run's metrics log and records the flags that replay it; after `check`."""
+    def has_outputs(self) -> bool:
+        return self.model_dir is not None and any(
+            os.path.exists(self._path(name)) for name in (SUMMARY, METRICS, WEIGHTS)
+        )
+
+    def clean(self) -> None:
+        """Deletes this program's files (and only those) from `model_dir`: `--clean`."""
         if self.model_dir is None:
             return
-        open(self._partial(METRICS), "w").close()
+        shutil.rmtree(self._path(checkpoint.DIRECTORY), ignore_errors=True)
+        for name in (SUMMARY, METRICS, FLAGS, WEIGHTS):
+            for path in (self._path(name), self._path(name) + ".partial"):
+                if os.path.exists(path):
+                    os.remove(path)
+
+    def begin(self, flagfile: str | None) -> None:
+        """Starts a new run's metrics log and records the flags that replay it."""
+        if self.model_dir is None:
+            return
+        _write(self._path(METRICS), "")
         if flagfile is not None:
-            with open(self._partial(FLAGS), "w") as f:
-                f.write(flagfile)
+            _write(self._path(FLAGS), flagfile)
+
+    def resume(self, epochs_done: int, flagfile: str | None) -> list[dict]:
+        """Keeps the metrics of the first `epochs_done` epochs and returns them."""
+        if self.model_dir is None:
+            return []
+        kept = []
+        if os.path.exists(self._path(METRICS)):
+            with open(self._path(METRICS)) as log:
+                records = [json.loads(line) for line in log if line.strip()]
+            kept = [r for r in records if r["epoch"] <= epochs_done]
+        _write(self._path(METRICS), "".join(_json_line(r) for r in kept))
+        if flagfile is not None:
+            _write(self._path(FLAGS), flagfile)
+        return kept
 
     def epoch(self, record: dict) -> None:
         if self.model_dir is not None:
-            with open(self._partial(METRICS), "a") as log:
-                log.write(json.dumps(record) + "\n")
+            with open(self._path(METRICS), "a") as log:
+                log.write(_json_line(record))
 
     def finish(self, summary: dict, model: keras.Model) -> None:
-        """Writes the weights and summary, then puts every file of this run in place."""
+        """Writes the weights and the summary, each renamed into place when complete."""
         if self.model_dir is None:
             return
         # Keras insists that a weights file's name ends in .weights.h5.
         partial_weights = self._path("partial." + WEIGHTS)
         model.save_weights(partial_weights)
-        with open(self._partial(SUMMARY), "w") as f:
-            f.write(json.dumps(summary, indent=2) + "\n")
         os.replace(partial_weights, self._path(WEIGHTS))
-        for name in (METRICS, FLAGS, SUMMARY):
-            if os.path.exists(self._partial(name)):
-                os.replace(self._partial(name), self._path(name))
+        _write(self._path(SUMMARY), json.dumps(summary, indent=2, allow_nan=False) + "\n")
 
     def _path(self, name: str) -> str:
         return os.path.join(self.model_dir, name)
 
-    def _partial(self, name: str) -> str:
-        return self._path(name + ".partial")
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, allow_nan=False) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        f.write(text)
+    os.replace(partial, path)

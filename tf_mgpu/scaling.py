@@ -331,7 +331,7 @@ def assumptions_text(compute: Compute | None) -> str:
 ALLREDUCE_LINE = "tf_mgpu allreduce: "
 
 
-def measure_allreduce(strategy_name: str, *, calls: int, per_call: int, startup_timeout: float):
+def measure_allreduce(strategy_name: str, *, calls: int, per_call: int):
     """Times all-reduces of the model's gradient over 2 replicas; returns the result's line.
 
     `mirrored`: MirroredStrategy over 2 logical CPU devices in this process.
@@ -339,7 +339,8 @@ def measure_allreduce(strategy_name: str, *, calls: int, per_call: int, startup_
     CPU each; every worker must call this with the same arguments. The line,
     `ALLREDUCE_LINE` + JSON, reports the median seconds per all-reduce over
     `calls` calls of a tf.function that chains `per_call` all-reduces (so the
-    call's dispatch is shared), after one call that traces and connects.
+    call's dispatch is shared), after one call that traces and connects. The
+    sweep bounds the whole process in time.
     """
     # TensorFlow only here: the model above is arithmetic, and the sweep's
     # parent process, which prints predictions, never starts TensorFlow.
@@ -350,7 +351,7 @@ def measure_allreduce(strategy_name: str, *, calls: int, per_call: int, startup_
     task = cluster.task_from_env()
     if strategy_name == "mirrored":
         devices.split_cpu(2)
-    strategy = strategies.create(strategy_name, task, startup_timeout=startup_timeout)
+    strategy = strategies.create(strategy_name, task)
     if strategy.num_replicas_in_sync != 2:
         raise ValueError(f"{strategy_name} has {strategy.num_replicas_in_sync} replicas, not 2")
 

@@ -1,7 +1,5 @@
 """The strategy factory: a flag value and this task in, a real tf.distribute.Strategy out."""
 
-import contextlib
-
 import tensorflow as tf
 
 from tf_mgpu import cluster, devices
@@ -9,19 +7,27 @@ from tf_mgpu.config import STRATEGIES
 from tf_mgpu.errors import UserError
 
 
-def resolve(name: str, task: cluster.Task) -> str:
+def resolve(name: str, task: cluster.Task, num_cpu_devices: int = 1) -> str:
     """The strategy to build for `name` in this cluster.
 
     `mirrored` means "mirror over every device I am given": when TF_CONFIG
     names several tasks, those devices span machines, so it becomes
     `multi_worker_mirrored`. Single-device strategies cannot span a cluster;
     running them on every task would train independent models that overwrite
-    each other's outputs, so that is refused.
+    each other's outputs, so that is refused. So is `num_cpu_devices` > 1 in
+    a cluster: MultiWorkerMirroredStrategy runs one replica per GPU, or one
+    per worker on CPUs, whatever the logical devices.
     """
     if name not in STRATEGIES:
         raise UserError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     if task.num_workers == 1:
         return name
+    if num_cpu_devices > 1:
+        raise UserError(
+            f"--num_cpu_devices={num_cpu_devices} cannot apply under TF_CONFIG: "
+            f"MultiWorkerMirroredStrategy runs one replica per GPU, or one per worker on "
+            f"CPUs; drop the flag, or unset TF_CONFIG to mirror over {num_cpu_devices} CPUs"
+        )
     if name in ("mirrored", "multi_worker_mirrored"):
         return "multi_worker_mirrored"
     raise UserError(
@@ -50,11 +56,11 @@ def devices_of(strategy: tf.distribute.Strategy) -> list[str]:
     return list(strategy.extended.worker_devices)
 
 
-def create(name: str, task: cluster.Task, *, startup_timeout: float) -> tf.distribute.Strategy:
+def create(name: str, task: cluster.Task) -> tf.distribute.Strategy:
     """Builds the strategy; must run before any other TensorFlow op.
 
     A multi-worker strategy waits in its constructor until every task in
-    TF_CONFIG has connected; `startup_timeout` bounds that wait.
+    TF_CONFIG has connected; `tf_mgpu.supervisor` bounds that wait.
     """
     name = resolve(name, task)
     if name == "mirrored":
@@ -63,13 +69,4 @@ def create(name: str, task: cluster.Task, *, startup_timeout: float) -> tf.distr
         return tf.distribute.OneDeviceStrategy(devices.replica_devices()[0])
     if name == "default":
         return tf.distribute.get_strategy()
-    waiting = contextlib.nullcontext()
-    if task.num_workers > 1:
-        waiting = cluster.deadline(
-            startup_timeout,
-            f"tf_mgpu: error: {task} waited {startup_timeout:g} s for the other tasks of "
-            f"TF_CONFIG ({', '.join(task.addresses)}); start all {task.num_workers}, check "
-            f"the addresses and ports, or raise --startup_timeout",
-        )
-    with waiting:
-        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.MultiWorkerMirroredStrategy()

@@ -193,7 +193,6 @@ def main(argv: list[str]) -> None:
             _MEASURE_ALLREDUCE.value,
             calls=_ALLREDUCE_CALLS.value,
             per_call=_ALLREDUCE_PER_CALL.value,
-            startup_timeout=_STARTUP_TIMEOUT.value,
         )
         print(line, flush=True)
         return

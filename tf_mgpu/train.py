@@ -7,14 +7,27 @@ inside `tf.function` works the same on one device, N GPUs and N machines.
 
 import dataclasses
 import functools
+import re
 import time
 
 import keras
 import tensorflow as tf
 
-from tf_mgpu import cluster, data, devices, loop, metrics, model, report, strategies
+from tf_mgpu import (
+    checkpoint,
+    cluster,
+    data,
+    devices,
+    loop,
+    metrics,
+    model,
+    report,
+    stopping,
+    strategies,
+    supervisor,
+)
 from tf_mgpu.config import REFERENCE_BATCH, Config
-from tf_mgpu.errors import UserError
+from tf_mgpu.errors import Diverged, PeerLost, Stopped, UserError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +45,18 @@ class TrainState:
     def variables(self) -> list:
         """Every variable that must agree across replicas."""
         return [*self.model.weights, *self.optimizer.variables, self.epoch]
+
+    def checkpointed(self) -> dict:
+        """What a checkpoint holds: everything training changes, and the epoch's metric sums.
+
+        Not the learning rate: it comes from the flags, so a resumed run may change it.
+        """
+        return {
+            "weights": list(self.model.weights),
+            "optimizer": [v for v in self.optimizer.variables if "learning_rate" not in v.path],
+            "epoch": self.epoch,
+            "train_sums": self.train_sums.variables(),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,19 +100,20 @@ def _logits(state: TrainState, images: tf.Tensor, training: bool) -> tf.Tensor:
     return tf.cast(state.model(images, training=training), tf.float32)
 
 
-def _gradients(state: TrainState, global_batch: int, images, labels) -> list[tf.Tensor]:
-    """This replica's share of the gradient of the mean loss over the global batch."""
+def _gradients(state: TrainState, global_batch: int, images, labels):
+    """This replica's share of the gradient of the mean loss over the global batch,
+    and whether its loss was finite."""
     with tf.GradientTape() as tape:
         logits = _logits(state, images, training=True)
         per_example = _per_example_loss(labels, logits)
         loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
     state.train_sums.update(per_example, logits, labels)
-    return tape.gradient(loss, state.model.trainable_variables)
+    return tape.gradient(loss, state.model.trainable_variables), tf.math.is_finite(loss)
 
 
 def replica_train_step(
     state: TrainState, global_batch: int, images, labels, accumulation_steps: int = 1
-) -> None:
+) -> tf.Tensor:
     """One SGD step on one replica's share of a global batch.
 
     The loss is summed over this replica's examples and divided by the global
@@ -98,18 +124,25 @@ def replica_train_step(
     (consecutive runs of `len(images) / K` examples): their gradients are
     summed here, one at a time, so only one micro-batch's activations live
     at once, and the optimizer all-reduces and applies once per step.
+
+    Returns whether this replica's loss was finite.
     """
     variables = state.model.trainable_variables
     if accumulation_steps == 1:
-        grads = _gradients(state, global_batch, images, labels)
+        grads, finite = _gradients(state, global_batch, images, labels)
     else:
         micro = images.shape[0] // accumulation_steps
         grads = [tf.zeros_like(v) for v in variables]
+        finite = tf.constant(True)
         for j in tf.range(accumulation_steps):
             rows = j * micro + tf.range(micro)
-            more = _gradients(state, global_batch, tf.gather(images, rows), tf.gather(labels, rows))
+            more, more_finite = _gradients(
+                state, global_batch, tf.gather(images, rows), tf.gather(labels, rows)
+            )
             grads = [g + d for g, d in zip(grads, more, strict=True)]
+            finite = finite & more_finite
     state.optimizer.apply_gradients(zip(grads, variables, strict=True))
+    return finite
 
 
 def replica_eval_step(state: TrainState, images, labels, weights) -> None:
@@ -118,14 +151,20 @@ def replica_eval_step(state: TrainState, images, labels, weights) -> None:
 
 
 class Trainer:
-    """The training state and its compiled loops, fed as `config.input` says."""
+    """The training state and its compiled loops, fed as `config.input` says.
+
+    The loops are built on first use, so a checkpoint restored into `state`
+    before then decides where the data starts.
+    """
 
     def __init__(self, strategy: tf.distribute.Strategy, config: Config, datasets: data.Mnist):
         replicas = strategy.num_replicas_in_sync
+        self._strategy, self._config, self._datasets = strategy, config, datasets
         self.per_replica = config.batch_size * config.accumulation_steps
         self.global_batch = self.per_replica * replicas
         self.eval_batch = config.batch_size * replicas
-        self.train_steps = data.steps_per_epoch(len(datasets.train), self.global_batch)
+        self.train_examples = len(datasets.train)
+        self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
         self.steps_per_loop = config.steps_per_loop
         self.jit_scope = loop.jit_scope(strategy, config.jit_compile, config.input)
         self.learning_rate = model.learning_rate(
@@ -136,7 +175,33 @@ class Trainer:
             warmup_steps=round(config.warmup_epochs * self.train_steps),
         )
         self.state = create_state(strategy, config, self.learning_rate)
-        self.first_epoch = int(self.state.epoch.numpy())
+        self._train = self._eval = None
+
+        @tf.function
+        def weights_finite() -> tf.Tensor:
+            weights = self.state.model.weights
+            return tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])
+
+        self._weights_finite = weights_finite
+
+    def step(self) -> int:
+        """Optimizer steps taken so far, over every epoch."""
+        return int(self.state.optimizer.iterations.numpy())
+
+    def position(self) -> tuple[int, int]:
+        """(finished epochs, steps taken in the current epoch)."""
+        epoch = int(self.state.epoch.numpy())
+        return epoch, self.step() - epoch * self.train_steps
+
+    def weights_finite(self) -> bool:
+        return bool(self._weights_finite())
+
+    def rate_at(self, step: int) -> float:
+        rate = self.learning_rate
+        return float(rate(step)) if callable(rate) else float(rate)
+
+    def _build_loops(self) -> None:
+        config, strategy, datasets = self._config, self._strategy, self._datasets
         train_step = functools.partial(
             replica_train_step,
             self.state,
@@ -162,13 +227,15 @@ class Trainer:
                 scope=self.jit_scope,
             )
         else:
+            epoch, step = self.position()
             train_fn = functools.partial(
                 data.train_dataset,
                 datasets.train,
                 self.global_batch,
                 config.seed,
                 config.epochs,
-                first_epoch=self.first_epoch,
+                first_epoch=epoch,
+                first_step=step,
             )
             eval_fn = functools.partial(data.eval_dataset, datasets.test, self.eval_batch)
             self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
@@ -180,26 +247,52 @@ class Trainer:
                 scope=self.jit_scope,
             )
 
-    def train_epoch(self) -> dict:
-        """One epoch of SGD, `steps_per_loop` steps per call; collective under MWMS."""
-        self.state.train_sums.reset()
-        epoch = int(self.state.epoch.numpy())
+    def train_epoch(self, between_calls=lambda last: None) -> dict:
+        """The rest of the current epoch, `steps_per_loop` steps per call; collective under MWMS.
+
+        `between_calls(last)` runs after every call (`last`: the epoch's
+        training is done); it may save or stop. Time spent there does not count
+        in the epoch's seconds. Raises Diverged at the first non-finite loss.
+        """
+        if self._train is None:
+            self._build_loops()
+        epoch, start = self.position()
+        if start == 0:
+            self.state.train_sums.reset()
+        seconds = 0.0
+        for first in range(start, self.train_steps, self.steps_per_loop):
+            count = min(self.steps_per_loop, self.train_steps - first)
+            started = time.perf_counter()
+            bad = self._train.run(epoch, first, count)
+            seconds += time.perf_counter() - started
+            if bad >= 0:
+                raise Diverged(self._diverged(epoch, bad))
+            between_calls(first + count == self.train_steps)
         started = time.perf_counter()
-        for first in range(0, self.train_steps, self.steps_per_loop):
-            self._train.run(epoch, first, min(self.steps_per_loop, self.train_steps - first))
         sums = self.state.train_sums.result()  # reading the sums waits for the last step
-        seconds = time.perf_counter() - started
+        seconds += time.perf_counter() - started
         self.state.epoch.assign_add(1)
+        trained = (self.train_steps - start) * self.global_batch  # in this process
         return {
             "train_loss": sums["loss"],
             "train_accuracy": sums["accuracy"],
             "train_examples": sums["examples"],
-            "examples_per_second": sums["examples"] / seconds,
+            "examples_per_second": trained / seconds,
             "seconds": seconds,
         }
 
+    def _diverged(self, epoch: int, bad: int) -> str:
+        step = epoch * self.train_steps + bad + 1
+        return (
+            f"the training loss is not finite at step {step:,} (epoch {epoch + 1}, step "
+            f"{bad + 1} of {self.train_steps}) with learning rate {self.rate_at(step - 1):g}; "
+            f"lower --learning_rate"
+        )
+
     def evaluate(self) -> dict:
         """Loss and accuracy over every test example, summed over every replica."""
+        if self._eval is None:
+            self._build_loops()
         self.state.test_sums.reset()
         self._eval.run()
         sums = self.state.test_sums.result()
@@ -210,53 +303,224 @@ class Trainer:
         }
 
 
+# What a collective raises on the survivors when a peer dies, freezes or
+# becomes unreachable (TensorFlow's coordination service notices missing
+# heartbeats within seconds and aborts every pending collective).
+_PEER_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.InternalError,
+    tf.errors.UnknownError,
+)
+_TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
+
+
 def run(
     config: Config,
     *,
     strategy: tf.distribute.Strategy | None = None,
     datasets: data.Mnist | None = None,
     flagfile: str | None = None,
-) -> Result:
-    """Trains and evaluates for `config.epochs`; the chief prints and writes the results.
+    stop: stopping.Stop | None = None,
+) -> Result | None:
+    """Trains and evaluates for `config.epochs`, resuming from `config.model_dir`'s checkpoints.
 
     `strategy` and `datasets` replace the ones built from `config` (tests use
     this). `flagfile` is the text of a flagfile that replays the run; the
-    chief writes it into `config.model_dir` with the other outputs.
+    chief writes it into `config.model_dir` with the other outputs. `stop`
+    carries SIGTERM/SIGINT requests (see `tf_mgpu.stopping`). Returns None
+    when the model dir already holds every epoch asked for.
     """
+    stop = stop or stopping.Stop()
     task = cluster.task_from_env()
+    chief_print = print if task.is_chief else (lambda *args, **kwargs: None)
     outputs = report.Outputs(config.model_dir if task.is_chief else None)
     # Inputs are checked before joining the cluster: a task that failed later
     # would leave its peers waiting for it.
     outputs.check()
+    strategies.resolve(config.strategy, task, config.num_cpu_devices)
     if datasets is None:
         data.check_manual_dir(config.manual_dir)
+    if config.clean:
+        outputs.clean()  # before joining: no peer can be reading checkpoints yet
     if strategy is None:
         devices.grow_gpu_memory(config.memory_growth)
         devices.split_cpu(config.num_cpu_devices)
-        strategy = strategies.create(config.strategy, task, startup_timeout=config.startup_timeout)
+        supervisor.notify("joining")
+        strategy = strategies.create(config.strategy, task)
+        supervisor.notify("joined")
+    multi_worker = task.num_workers > 1
+    stop.start_training(strategy, multi_worker)
     if datasets is None:
         datasets = data.load_mnist(
             config.data_dir, config.manual_dir, config.train_split, config.test_split
         )
     trainer = Trainer(strategy, config, datasets)
+    checkpoints = checkpoint.Checkpoints(
+        trainer.state.checkpointed(), config.model_dir, is_chief=task.is_chief, warn=chief_print
+    )
+    history = _resume(strategy, config, trainer, checkpoints, outputs, flagfile, chief_print)
+    epoch, _ = trainer.position()
+    if epoch >= config.epochs:
+        chief_print(
+            f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs "
+            f"(--epochs={config.epochs}); nothing to train. Raise --epochs to train on, or "
+            f"pass --clean to start over",
+            flush=True,
+        )
+        return None
     print(report.start_line(strategy, str(task), config, trainer.global_batch), flush=True)
-    outputs.begin(flagfile)
-    history = []
+    dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
+    if dropped > 0.05 * trainer.train_examples:
+        chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
+    supervisor.notify("alive")
+
+    last_saved = [trainer.step()]
+
+    def save() -> None:
+        if not trainer.weights_finite():
+            epoch, _ = trainer.position()
+            raise Diverged(
+                f"the weights are not finite after step {trainer.step():,} (epoch {epoch + 1}); "
+                f"lower --learning_rate"
+            )
+        checkpoints.save(trainer.step())
+        last_saved[0] = trainer.step()
+        supervisor.notify("alive")
+
+    def between_calls(last: bool) -> None:
+        supervisor.notify("alive")
+        if last:  # the epoch's end saves and checks for a stop after evaluating
+            return
+        if stop.agreed():
+            save()
+            raise Stopped(_stopped(stop, checkpoints))
+        if trainer.step() - last_saved[0] >= config.checkpoint_steps:
+            save()
+
+    checkpoint_seconds = 0.0
     try:
-        for epoch in range(trainer.first_epoch + 1, config.epochs + 1):
-            record = {"epoch": epoch, **trainer.train_epoch(), **trainer.evaluate()}
+        for epoch in range(trainer.position()[0] + 1, config.epochs + 1):
+            record = {"epoch": epoch, **trainer.train_epoch(between_calls), **trainer.evaluate()}
             history.append(record)
             outputs.epoch(record)
-            if task.is_chief:
-                print(report.epoch_line(record, config.epochs), flush=True)
+            chief_print(report.epoch_line(record, config.epochs), flush=True)
+            started = time.perf_counter()
+            save()
+            checkpoint_seconds += time.perf_counter() - started
+            if epoch < config.epochs and stop.agreed():
+                raise Stopped(_stopped(stop, checkpoints))
     except tf.errors.ResourceExhaustedError:
         raise UserError(out_of_memory(config, trainer)) from None
+    except Diverged as e:
+        kept = checkpoints.latest or "none was saved"
+        raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
+    except _PEER_ERRORS as e:
+        if not multi_worker:
+            raise
+        raise PeerLost(_lost_peer(e, task, checkpoints)) from None
     summary = _summary(strategy, task, config, trainer, history)
+    summary["checkpoint_seconds"] = checkpoint_seconds
     outputs.finish(summary, trainer.state.model)
-    if task.is_chief:
-        print(report.final_line(summary), flush=True)
+    chief_print(report.final_line(summary), flush=True)
     print(report.weights_line(str(task), summary["weights_sha256"]), flush=True)
     return Result(summary=summary, state=trainer.state)
+
+
+def _resume(
+    strategy: tf.distribute.Strategy,
+    config: Config,
+    trainer: Trainer,
+    checkpoints: checkpoint.Checkpoints,
+    outputs: report.Outputs,
+    flagfile: str | None,
+    chief_print,
+) -> list[dict]:
+    """Restores the newest checkpoint if `config.model_dir` has one from this run.
+
+    Returns the metrics of the epochs already done. Refuses a model dir that
+    holds another run, or outputs without checkpoints.
+    """
+    current = checkpoint.fingerprint(
+        trainer.state.model.weights,
+        train_examples=trainer.train_examples,
+        seed=config.seed,
+        global_batch=trainer.global_batch,
+        recipe=dataclasses.asdict(config),
+    )
+    saved = checkpoints.saved_fingerprint()
+    if saved is not None:
+        why = checkpoint.incompatibility(saved, current)
+        if why:
+            raise UserError(
+                f"--model_dir={config.model_dir} holds a run with {why}; rerun with that "
+                f"run's flags (its flags.txt) to resume it, pass --clean to start over "
+                f"there, or choose another --model_dir"
+            )
+    restored = checkpoints.restore()
+    if restored is None:
+        if outputs.has_outputs():
+            raise UserError(
+                f"--model_dir={config.model_dir} holds another run's outputs but no "
+                f"checkpoints to resume; pass --clean to start over there, or choose "
+                f"another --model_dir"
+            )
+        checkpoints.record(current)
+        outputs.begin(flagfile)
+        _check_same_start(strategy, trainer)
+        return []
+    _check_same_start(strategy, trainer)
+    epoch, step = trainer.position()
+    if not 0 <= step <= trainer.train_steps:
+        raise UserError(
+            f"checkpoint {restored} is at step {trainer.step()} of epoch {epoch + 1}, which "
+            f"does not fit {trainer.train_steps} steps per epoch; pass --clean to start over"
+        )
+    changed = checkpoint.changes(saved or {}, current)
+    chief_print(
+        f"tf_mgpu resume: from {restored} (step {trainer.step():,}: epoch {epoch + 1}, step "
+        f"{step} of {trainer.train_steps})"
+        + (f"; changed: {', '.join(changed)}" if changed else ""),
+        flush=True,
+    )
+    checkpoints.record(current)
+    return outputs.resume(epoch, flagfile)
+
+
+def _check_same_start(strategy: tf.distribute.Strategy, trainer: Trainer) -> None:
+    """Under MultiWorkerMirroredStrategy: every worker starts from the same step, or none does."""
+    if strategies.name_of(strategy) != "multi_worker_mirrored":
+        return
+    here = float(trainer.step())
+
+    @tf.function
+    def total():
+        steps = strategy.run(lambda: tf.constant(here, tf.float64))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, steps, axis=None)
+
+    if float(total()) != here * strategy.num_replicas_in_sync:
+        raise UserError(
+            f"the workers restored different checkpoints (this one is at step {int(here)}); "
+            f"every worker must read the chief's --model_dir (shared storage across machines)"
+        )
+
+
+def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
+    return f"{stop.requested}: saved {checkpoints.latest}; rerun the same command to resume from it"
+
+
+def _lost_peer(error: Exception, task: cluster.Task, checkpoints: checkpoint.Checkpoints) -> str:
+    """One line naming the task that went away, from TensorFlow's error message."""
+    names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(task)}
+    peers = ", ".join(sorted(names)) or "a peer"
+    last = checkpoints.latest or "none yet"
+    reason = str(error).strip().splitlines()[0][:120]
+    return (
+        f"{task} lost {peers} during training ({type(error).__name__}: {reason}); last "
+        f"checkpoint: {last}. Rerun the same command on every worker to resume"
+    )
 
 
 def out_of_memory(config: Config, trainer: Trainer) -> str:

@@ -1,0 +1,231 @@
+"""Checkpoints of the whole training state, so a run resumes exactly where it stopped.
+
+A checkpoint holds the model's weights, the optimizer's step count and slots,
+the finished-epoch counter and the running sums of the current epoch's
+training metrics. The epoch order is a pure function of (seed, epoch) (see
+`tf_mgpu.data`), so the step count and the epoch say which example comes
+next: a resumed run trains on the same examples in the same order, and ends
+with the same weights bit for bit.
+
+Layout, in `--model_dir/checkpoints/`:
+  ckpt-<step>.index, ckpt-<step>.data-*   one per save, named by optimizer step
+  run.json                                what must match for a resume (`fingerprint`)
+
+Saves are atomic: TensorFlow writes a checkpoint into temporary files and
+renames its index into place last, and older checkpoints are deleted only
+after a newer one is complete, so a process killed while saving leaves the
+previous checkpoint usable. Restore tries the newest first and falls back
+past any it cannot read.
+
+Under MultiWorkerMirroredStrategy every worker takes part in each save
+(reading the metric sums is collective), only the chief writes into
+`--model_dir`; the others write into a temporary directory of their own and
+delete it. Every worker restores from `--model_dir`: across machines it must
+be on storage every worker can read, as for TensorFlow's own BackupAndRestore.
+"""
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from tf_mgpu.errors import UserError
+
+DIRECTORY = "checkpoints"
+RUN_FILE = "run.json"
+KEEP = 3  # newest checkpoints kept; older ones are deleted after each save
+_NAME = re.compile(r"^ckpt-(\d+)\.index$")
+
+# What `fingerprint` records, and why a difference refuses a resume.
+_MUST_MATCH = {
+    "weights": "another model (other weight shapes)",
+    "train_examples": "another training split, which changes the data order",
+    "seed": "another --seed, which changes the data order",
+    "global_batch": "another global batch, which changes the data order",
+}
+# Recorded too; a difference is allowed and reported.
+_MAY_CHANGE = ("learning_rate", "scale_lr", "warmup_epochs", "dtype")
+
+
+def fingerprint(
+    weights: list, *, train_examples: int, seed: int, global_batch: int, recipe: dict
+) -> dict:
+    """What identifies a run's trajectory: restoring into any other would mix two runs."""
+    return {
+        "weights": [[w.path, list(w.shape)] for w in weights],
+        "train_examples": train_examples,
+        "seed": seed,
+        "global_batch": global_batch,
+        **{key: recipe[key] for key in _MAY_CHANGE},
+    }
+
+
+def incompatibility(saved: dict, current: dict) -> str | None:
+    """Why a run with fingerprint `current` cannot resume one with `saved`, or None."""
+    for key, meaning in _MUST_MATCH.items():
+        if saved.get(key) != current[key]:
+            if key == "weights":
+                return meaning
+            return f"{meaning}: {key} {saved.get(key)} there, {current[key]} now"
+    return None
+
+
+def changes(saved: dict, current: dict) -> list[str]:
+    """Settings that differ from the saved run's and are allowed to, as 'name: old -> new'."""
+    return [
+        f"--{key} {saved[key]} -> {current[key]}"
+        for key in _MAY_CHANGE
+        if key in saved and saved[key] != current[key]
+    ]
+
+
+def step_of(path: str) -> int:
+    """The optimizer step in a checkpoint's name."""
+    return int(path.rsplit("-", 1)[1])
+
+
+class Checkpoints:
+    """Saves and restores `objects` (name -> trackable) in `model_dir/checkpoints`.
+
+    `is_chief` False saves into a private temporary directory that is
+    deleted after each save; such a task never writes into `model_dir`.
+    `warn` receives one line per checkpoint skipped as unreadable.
+    """
+
+    def __init__(
+        self,
+        objects: dict,
+        model_dir: str | None,
+        *,
+        is_chief: bool,
+        keep: int = KEEP,
+        warn: Callable[[str], None] = print,
+    ):
+        self._checkpoint = tf.train.Checkpoint(**objects)
+        self.directory = os.path.join(model_dir, DIRECTORY) if model_dir else None
+        self._is_chief = is_chief
+        self._keep = keep
+        self._warn = warn
+        self.latest: str | None = None  # the newest complete checkpoint, once known
+
+    # -- what is there -------------------------------------------------------
+
+    def paths(self) -> list[str]:
+        """Complete checkpoints in the directory, oldest first."""
+        if self.directory is None or not os.path.isdir(self.directory):
+            return []
+        steps = sorted(
+            int(match.group(1)) for match in map(_NAME.match, os.listdir(self.directory)) if match
+        )
+        return [os.path.join(self.directory, f"ckpt-{step}") for step in steps]
+
+    def saved_fingerprint(self) -> dict | None:
+        path = self._run_file()
+        if path is None or not os.path.exists(path):
+            return None
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise UserError(
+                f"{path} is unreadable ({e}); rerun with --clean to start over, "
+                f"or choose another --model_dir"
+            ) from None
+
+    def record(self, run: dict) -> None:
+        """Writes the run's fingerprint (chief only), atomically."""
+        if not self._is_chief or self.directory is None:
+            return
+        self._guard(lambda: os.makedirs(self.directory, exist_ok=True))
+        self._guard(lambda: _write_json(self._run_file(), run))
+
+    # -- restore and save ----------------------------------------------------
+
+    def restore(self) -> str | None:
+        """Restores the newest readable checkpoint; returns its path, or None if there is none.
+
+        An unreadable checkpoint (truncated, corrupt) is reported in one line
+        and the one before it is tried.
+        """
+        paths = self.paths()
+        for path in reversed(paths):
+            try:
+                self._checkpoint.read(path).assert_existing_objects_matched()
+            # What TensorFlow's reader raises on a truncated or corrupt file varies.
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError, RuntimeError) as e:
+                reason = str(e).strip().splitlines()[0][:160]
+                self._warn(
+                    f"tf_mgpu: warning: checkpoint {path} is unreadable ({reason}); "
+                    f"trying the one before it"
+                )
+                continue
+            self.latest = path
+            return path
+        if paths:
+            raise UserError(
+                f"no checkpoint in {self.directory} can be read (all {len(paths)} are "
+                f"corrupt or truncated); rerun with --clean to start over"
+            )
+        return None
+
+    def save(self, step: int) -> str:
+        """Writes checkpoint `ckpt-<step>` (every task must call this at the same point)."""
+        if self._is_chief and self.directory is not None:
+            prefix = os.path.join(self.directory, f"ckpt-{step}")
+            self._guard(lambda: self._checkpoint.write(prefix))
+            self.latest = prefix
+            self._prune()
+            return prefix
+        scratch = tempfile.mkdtemp(prefix="tf_mgpu-checkpoint-")
+        try:
+            return self._checkpoint.write(os.path.join(scratch, f"ckpt-{step}"))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def clean(self) -> None:
+        """Deletes every checkpoint and the run's fingerprint (chief only)."""
+        if self._is_chief and self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- internals -----------------------------------------------------------
+
+    def _run_file(self) -> str | None:
+        return os.path.join(self.directory, RUN_FILE) if self.directory else None
+
+    def _prune(self) -> None:
+        for path in self.paths()[: -self._keep]:
+            for name in os.listdir(self.directory):
+                if name.startswith(os.path.basename(path) + "."):
+                    _remove(os.path.join(self.directory, name))
+        for name in os.listdir(self.directory):  # leftovers of saves killed midway
+            if name.endswith("_temp"):
+                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+
+    def _guard(self, write: Callable[[], object]) -> object:
+        """Runs `write`; a full or read-only disk becomes one UserError naming the fix."""
+        try:
+            return write()
+        except (OSError, tf.errors.OpError) as e:
+            reason = getattr(e, "strerror", None) or str(e).strip().splitlines()[0][:160]
+            kept = f"; the last checkpoint, {self.latest}, is intact" if self.latest else ""
+            raise UserError(
+                f"cannot write a checkpoint into {self.directory} ({reason}){kept}; free "
+                f"space or make it writable, then rerun the same command to resume"
+            ) from None
+
+
+def _write_json(path: str, value: dict) -> None:
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        f.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
+    os.replace(partial, path)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
