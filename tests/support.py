@@ -186,3 +186,34 @@ def assert_one_line_exit(finished: Finished, code: int, expected: str) -> str:
     assert expected in lines[0], finished.tail()
     assert "Traceback" not in finished.stderr, finished.tail()
     return lines[0]
+
+
+def start_cluster(
+    spec: dict, args: Callable[[str], list[str]], log_dir: pathlib.Path
+) -> dict[str, Started]:
+    """Starts main once per task of `spec`, each in its own session; keyed by task name."""
+    return {
+        f"{kind}:{index}": Started(
+            args(f"{kind}:{index}"),
+            log_dir,
+            name=f"{kind}_{index}",
+            tf_config=local_cluster.tf_config(spec, kind, index),
+        )
+        for kind, index in local_cluster.tasks(spec)
+    }
+
+
+def wait_all(started: dict[str, Started], timeout: float) -> dict[str, Finished]:
+    deadline = time.monotonic() + timeout
+    return {
+        name: task.wait(max(1.0, deadline - time.monotonic())) for name, task in started.items()
+    }
+
+
+def group_gone(task: Started) -> bool:
+    """No process of the task's session is left (supervisor and trainer alike)."""
+    try:
+        os.killpg(task.process.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False

@@ -143,11 +143,29 @@ def run_cluster(
     """Runs one process per task of `spec`, each with its own TF_CONFIG.
 
     Each task runs `command`, or `args_for(task_name)` where given. Results
-    are keyed by task name: 'chief:0', 'worker:1'.
+    are keyed by task name: 'chief:0', 'worker:1'. `free_ports` cannot hold
+    its ports until the workers bind them, so another process may take one
+    first: then the whole cluster runs again on new ports, twice at most.
     """
-    commands = {}
-    for task_type, index in tasks(spec):
-        name = f"{task_type}:{index}"
-        argv = args_for(name) if args_for is not None else command
-        commands[name] = (argv, environment(tf_config(spec, task_type, index), base_env))
-    return run_processes(commands, log_dir, timeout, cwd=cwd)
+    for attempt in range(_BIND_ATTEMPTS):
+        commands = {}
+        for task_type, index in tasks(spec):
+            name = f"{task_type}:{index}"
+            argv = args_for(name) if args_for is not None else command
+            commands[name] = (argv, environment(tf_config(spec, task_type, index), base_env))
+        finished = run_processes(commands, log_dir, timeout, cwd=cwd)
+        if attempt + 1 == _BIND_ATTEMPTS or not any(map(lost_a_port, finished.values())):
+            return finished
+        spec = cluster_spec(
+            len(spec.get("worker", [])), chief="chief" in spec
+        )  # the same shape on new ports
+    raise AssertionError("unreachable")
+
+
+_BIND_ATTEMPTS = 3
+_BIND_FAILURES = ("Address already in use", "Could not start gRPC server", "Failed to bind")
+
+
+def lost_a_port(finished: Finished) -> bool:
+    """Whether a task failed because another process bound its port first."""
+    return finished.returncode != 0 and any(text in finished.stderr for text in _BIND_FAILURES)

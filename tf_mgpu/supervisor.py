@@ -114,10 +114,12 @@ def supervise(
                     return errors.EXIT_STOPPED
                 child.send_signal(signal.SIGTERM)
             if deadline is not None and time.monotonic() > deadline:
-                _end(child)
-                if phase == "joining":
-                    print(_never_started(task, addresses, startup_timeout), file=sys.stderr)
+                if phase == "joining":  # probed while this task's own server still answers
+                    line = _never_started(task, addresses, startup_timeout)
+                    _end(child)
+                    print(line, file=sys.stderr, flush=True)
                     return errors.EXIT_PEERS_UNREACHABLE
+                _end(child)
                 print(
                     f"tf_mgpu: error: {task} made no progress for {peer_timeout:g} s "
                     f"(--peer_timeout): a peer froze or the network failed; rerun the same "

@@ -421,9 +421,14 @@ def run(
         if not multi_worker:
             raise
         raise PeerLost(_lost_peer(e, task, checkpoints)) from None
+    except OSError as e:  # metrics.jsonl: a full or read-only disk
+        raise UserError(_cannot_write(config, e, checkpoints)) from None
     summary = _summary(strategy, task, config, trainer, history)
     summary["checkpoint_seconds"] = checkpoint_seconds
-    outputs.finish(summary, trainer.state.model)
+    try:
+        outputs.finish(summary, trainer.state.model)
+    except OSError as e:
+        raise UserError(_cannot_write(config, e, checkpoints)) from None
     chief_print(report.final_line(summary), flush=True)
     print(report.weights_line(str(task), summary["weights_sha256"]), flush=True)
     return Result(summary=summary, state=trainer.state)
@@ -505,6 +510,14 @@ def _check_same_start(strategy: tf.distribute.Strategy, trainer: Trainer) -> Non
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
         )
+
+
+def _cannot_write(config: Config, error: OSError, checkpoints: checkpoint.Checkpoints) -> str:
+    kept = f"; the last checkpoint, {checkpoints.latest}, is intact" if checkpoints.latest else ""
+    return (
+        f"cannot write into --model_dir={config.model_dir} ({error.strerror}){kept}; free "
+        f"space or make it writable, then rerun the same command to resume"
+    )
 
 
 def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
