@@ -9,6 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from absl import flags
 from absl.testing import flagsaver
 
@@ -345,3 +346,112 @@ def test_a_worker_whose_peer_never_starts_gives_up_in_time(tmp_path, mnist_data_
     assert done.returncode != 0, done.tail()
     assert "worker:0 waited 5 s for the other tasks" in done.stderr, done.tail()
     assert_untouched(model_dir(tmp_path, "worker:0"), files)
+
+
+def test_divergence_stops_with_one_line_and_keeps_the_last_good_checkpoint(
+    tmp_path, mnist_data_dir
+):
+    model_dir = tmp_path / "model"
+    args = [
+        f"--data_dir={mnist_data_dir}",
+        f"--model_dir={model_dir}",
+        "--train_split=train[:8192]",
+        "--test_split=test[:1000]",
+        "--num_cpu_devices=1",
+        "--learning_rate=0.1",
+    ]
+    good = support.run_main([*args, "--epochs=1"], tmp_path / "good", 180)
+    assert good.returncode == 0, good.tail()
+    # A learning rate may change on resume; this one blows up in epoch 2.
+    bad = support.run_main([*args, "--epochs=3", "--learning_rate=1e38"], tmp_path / "bad", 180)
+    line = support.assert_one_line_exit(bad, errors.EXIT_DIVERGED, "is not finite at step")
+    assert "(epoch 2, step" in line, line
+    assert "learning rate 1e+38" in line, line
+    assert support.checkpoint_steps(model_dir) == [128], "a checkpoint after the divergence"
+    reader = tf.train.load_checkpoint(str(model_dir / "checkpoints" / "ckpt-128"))
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if np.issubdtype(np.asarray(value).dtype, np.floating):
+            assert np.isfinite(value).all(), name
+    for text in (model_dir / "metrics.jsonl").read_text().splitlines():
+        json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
+
+
+def in_namespace_with_tmpfs(args: list[str], mount_options: str, out_dir: pathlib.Path):
+    """Runs main with --model_dir on a tmpfs of its own (a real full or read-only disk),
+    then copies what it left there to `out_dir`. Uses an unprivileged user and mount
+    namespace (`unshare -rm`), so no root is needed and nothing outside changes."""
+    out_dir.mkdir(parents=True)
+    mount_point = out_dir.parent / "mnt"
+    mount_point.mkdir()
+    script = (
+        f"mount -t tmpfs -o {mount_options} tmpfs {mount_point} && "
+        f'"$@" --model_dir={mount_point}/model; code=$?; '
+        f"cp -r {mount_point}/. {out_dir}/ 2>/dev/null; exit $code"
+    )
+    command = ["unshare", "-rm", "sh", "-c", script, "sh", *support.main_command(*args)]
+    started = support.time.monotonic()
+    done = subprocess.run(
+        command,
+        cwd=support.ROOT,
+        env=support.environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return support.Finished(
+        "main", done.returncode, done.stdout, done.stderr, support.time.monotonic() - started
+    )
+
+
+def test_a_full_disk_at_save_time_is_one_line_and_the_previous_checkpoint_stays(
+    tmp_path, mnist_data_dir
+):
+    args = [
+        f"--data_dir={mnist_data_dir}",
+        "--train_split=train[:8192]",
+        "--test_split=test[:1000]",
+        "--num_cpu_devices=1",
+        "--epochs=20",
+        "--checkpoint_steps=8",
+        "--steps_per_loop=8",
+    ]
+    done = in_namespace_with_tmpfs(args, "size=1200k", tmp_path / "left")
+    line = support.assert_one_line_exit(done, errors.EXIT_USER_ERROR, "No space left on device")
+    assert "is intact" in line, line
+    steps = support.checkpoint_steps(tmp_path / "left" / "model")
+    assert steps, "no checkpoint survived"
+    tf.train.Checkpoint().read(  # the newest complete checkpoint reads back
+        str(tmp_path / "left" / "model" / "checkpoints" / f"ckpt-{steps[-1]}")
+    ).expect_partial()
+
+
+def test_a_read_only_model_dir_is_one_line_before_any_work(tmp_path, mnist_data_dir):
+    done = in_namespace_with_tmpfs(
+        [f"--data_dir={mnist_data_dir}", "--num_cpu_devices=1"], "ro", tmp_path / "left"
+    )
+    support.assert_one_line_exit(done, errors.EXIT_USER_ERROR, "cannot be created")
+
+
+def test_a_model_dir_of_another_run_is_refused_and_left_alone(tmp_path, mnist_data_dir):
+    args = [
+        f"--data_dir={mnist_data_dir}",
+        f"--model_dir={tmp_path / 'model'}",
+        "--train_split=train[:4096]",
+        "--test_split=test[:500]",
+        "--num_cpu_devices=1",
+        "--epochs=1",
+    ]
+    first = support.run_main(args, tmp_path / "first", 180)
+    assert first.returncode == 0, first.tail()
+    before = {p: p.read_bytes() for p in (tmp_path / "model").rglob("*") if p.is_file()}
+    other = support.run_main([*args, "--batch_size=32"], tmp_path / "other", 180)
+    support.assert_one_line_exit(other, errors.EXIT_USER_ERROR, "global_batch 64 there, 32 now")
+    after = {p: p.read_bytes() for p in (tmp_path / "model").rglob("*") if p.is_file()}
+    assert after == before
+    again = support.run_main(args, tmp_path / "again", 180)
+    assert again.returncode == 0, again.tail()
+    assert "already holds 1 epochs" in again.stdout, again.tail()
+    clean = support.run_main([*args, "--batch_size=32", "--clean"], tmp_path / "clean", 180)
+    assert clean.returncode == 0, clean.tail()
+    assert "global_batch=32" in clean.stdout, clean.tail()

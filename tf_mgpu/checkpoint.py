@@ -211,12 +211,21 @@ class Checkpoints:
         try:
             return write()
         except (OSError, tf.errors.OpError) as e:
-            reason = getattr(e, "strerror", None) or str(e).strip().splitlines()[0][:160]
+            reason = getattr(e, "strerror", None) or _os_reason(str(e))
             kept = f"; the last checkpoint, {self.latest}, is intact" if self.latest else ""
             raise UserError(
                 f"cannot write a checkpoint into {self.directory} ({reason}){kept}; free "
                 f"space or make it writable, then rerun the same command to resume"
             ) from None
+
+
+_OS_REASONS = ("No space left on device", "Read-only file system", "Permission denied")
+
+
+def _os_reason(message: str) -> str:
+    """The operating system's reason inside a TensorFlow error message, or its gist."""
+    found = [reason for reason in _OS_REASONS if reason.lower() in message.lower()]
+    return found[0] if found else " ".join(message.split())[-160:]
 
 
 def _write_json(path: str, value: dict) -> None:
