@@ -217,3 +217,9 @@ def group_gone(task: Started) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def checkpoint_tensors(prefix: pathlib.Path) -> dict:
+    """Every tensor of checkpoint `prefix`, read from its files (so a truncated one fails)."""
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

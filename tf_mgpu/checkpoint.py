@@ -198,25 +198,29 @@ class Checkpoints:
         return os.path.join(self.directory, RUN_FILE) if self.directory else None
 
     def _prune(self) -> None:
-        for path in self.paths()[: -self._keep]:
-            for name in os.listdir(self.directory):
-                if name.startswith(os.path.basename(path) + "."):
-                    _remove(os.path.join(self.directory, name))
-        for name in os.listdir(self.directory):  # leftovers of saves killed midway
-            if name.endswith("_temp"):
-                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+        old = tuple(os.path.basename(path) + "." for path in self.paths()[: -self._keep])
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.startswith(old):
+                _remove(path)
+            elif name.endswith("_temp"):  # leftovers of saves killed midway
+                shutil.rmtree(path, ignore_errors=True)
 
     def _guard(self, write: Callable[[], object]) -> object:
         """Runs `write`; a full or read-only disk becomes one UserError naming the fix."""
         try:
             return write()
         except (OSError, tf.errors.OpError) as e:
-            reason = getattr(e, "strerror", None) or _os_reason(str(e))
-            kept = f"; the last checkpoint, {self.latest}, is intact" if self.latest else ""
-            raise UserError(
-                f"cannot write a checkpoint into {self.directory} ({reason}){kept}; free "
-                f"space or make it writable, then rerun the same command to resume"
-            ) from None
+            raise UserError(self.cannot_write(f"a checkpoint into {self.directory}", e)) from None
+
+    def cannot_write(self, what: str, error: Exception) -> str:
+        """The one line for a full or read-only disk: what failed, why, and what is kept."""
+        reason = getattr(error, "strerror", None) or _os_reason(str(error))
+        kept = f"; the last checkpoint, {self.latest}, is intact" if self.latest else ""
+        return (
+            f"cannot write {what} ({reason}){kept}; free space or make it writable, then "
+            f"rerun the same command to resume"
+        )
 
 
 _OS_REASONS = ("No space left on device", "Read-only file system", "Permission denied")

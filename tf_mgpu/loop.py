@@ -209,16 +209,12 @@ class StreamEval:
     """Every test example once per call, from an endless distributed `tf.data` iterator."""
 
     def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
-        self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        def step(*batch) -> tf.Tensor:
+            replica_step(*batch)
+            return tf.constant(True)  # StreamTrain's loop asks whether the loss was finite
+
         self._count = steps
-        run_replica = _compiled(replica_step, scope)
-
-        @tf.function
-        def steps(iterator, count):
-            for _ in tf.range(count):
-                strategy.run(run_replica, args=next(iterator))
-
-        self._steps = steps
+        self._stream = StreamTrain(strategy, step, dataset_fn, scope)
 
     def run(self) -> None:
-        self._steps(self._iterator, tf.constant(self._count, tf.int64))
+        self._stream.run(0, 0, self._count)

@@ -101,33 +101,30 @@ def supervise(
                     phase = "training" if event in ("joined", "alive") else event
                     limit = startup_timeout if phase == "joining" else peer_timeout
                     deadline = time.monotonic() + limit
+            failure = None
             if len(received) > forwarded:
                 forwarded = len(received)
                 if phase == "joining":
-                    _end(child)
-                    print(
-                        f"tf_mgpu: stopped: {received[0]} while {task} waited for the other "
-                        f"tasks; nothing to save",
-                        file=sys.stderr,
-                        flush=True,
+                    failure = errors.Stopped(
+                        f"{received[0]} while {task} waited for the other tasks; nothing to save"
                     )
-                    return errors.EXIT_STOPPED
-                child.send_signal(signal.SIGTERM)
-            if deadline is not None and time.monotonic() > deadline:
+                else:
+                    child.send_signal(signal.SIGTERM)
+            if failure is None and deadline is not None and time.monotonic() > deadline:
                 if phase == "joining":  # probed while this task's own server still answers
-                    line = _never_started(task, addresses, startup_timeout)
-                    _end(child)
-                    print(line, file=sys.stderr, flush=True)
-                    return errors.EXIT_PEERS_UNREACHABLE
+                    failure = errors.PeersUnreachable(
+                        _never_started(task, addresses, startup_timeout)
+                    )
+                else:
+                    failure = errors.PeerLost(
+                        f"{task} made no progress for {peer_timeout:g} s (--peer_timeout): a "
+                        f"peer froze or the network failed; rerun the same command on every "
+                        f"worker to resume from the last checkpoint"
+                    )
+            if failure is not None:
                 _end(child)
-                print(
-                    f"tf_mgpu: error: {task} made no progress for {peer_timeout:g} s "
-                    f"(--peer_timeout): a peer froze or the network failed; rerun the same "
-                    f"command on every worker to resume from the last checkpoint",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return errors.EXIT_PEER_LOST
+                print(errors.line(failure), file=sys.stderr, flush=True)
+                return failure.exit_code
     finally:
         os.close(read_end)
         if child.poll() is None:
@@ -148,7 +145,7 @@ def _never_started(task: str, addresses: tuple[str, ...], seconds: float) -> str
     silent = [address for address in addresses if not _answers(address)]
     missing = ", ".join(silent) if silent else "none refused a connection, but some never joined"
     return (
-        f"tf_mgpu: error: {task} waited {seconds:g} s for the other tasks of TF_CONFIG; "
+        f"{task} waited {seconds:g} s for the other tasks of TF_CONFIG; "
         f"not answering: {missing}. Start every task, check the addresses and ports, "
         f"or raise --startup_timeout"
     )

@@ -377,9 +377,11 @@ def run(
         chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
     supervisor.notify("alive")
 
-    last_saved = [trainer.step()]
+    last_saved, checkpoint_seconds = trainer.step(), 0.0
 
     def save() -> None:
+        nonlocal last_saved, checkpoint_seconds
+        started = time.perf_counter()
         if not trainer.weights_finite():
             epoch, _ = trainer.position()
             raise Diverged(
@@ -387,7 +389,8 @@ def run(
                 f"lower --learning_rate"
             )
         checkpoints.save(trainer.step())
-        last_saved[0] = trainer.step()
+        last_saved = trainer.step()
+        checkpoint_seconds += time.perf_counter() - started
         supervisor.notify("alive")
 
     def between_calls(last: bool) -> None:
@@ -397,19 +400,16 @@ def run(
         if stop.agreed():
             save()
             raise Stopped(_stopped(stop, checkpoints))
-        if trainer.step() - last_saved[0] >= config.checkpoint_steps:
+        if trainer.step() - last_saved >= config.checkpoint_steps:
             save()
 
-    checkpoint_seconds = 0.0
     try:
         for epoch in range(trainer.position()[0] + 1, config.epochs + 1):
             record = {"epoch": epoch, **trainer.train_epoch(between_calls), **trainer.evaluate()}
             history.append(record)
             outputs.epoch(record)
             chief_print(report.epoch_line(record, config.epochs), flush=True)
-            started = time.perf_counter()
             save()
-            checkpoint_seconds += time.perf_counter() - started
             if epoch < config.epochs and stop.agreed():
                 raise Stopped(_stopped(stop, checkpoints))
     except tf.errors.ResourceExhaustedError:
@@ -422,13 +422,17 @@ def run(
             raise
         raise PeerLost(_lost_peer(e, task, checkpoints)) from None
     except OSError as e:  # metrics.jsonl: a full or read-only disk
-        raise UserError(_cannot_write(config, e, checkpoints)) from None
+        raise UserError(
+            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        ) from None
     summary = _summary(strategy, task, config, trainer, history)
     summary["checkpoint_seconds"] = checkpoint_seconds
     try:
         outputs.finish(summary, trainer.state.model)
     except OSError as e:
-        raise UserError(_cannot_write(config, e, checkpoints)) from None
+        raise UserError(
+            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        ) from None
     chief_print(report.final_line(summary), flush=True)
     print(report.weights_line(str(task), summary["weights_sha256"]), flush=True)
     return Result(summary=summary, state=trainer.state)
@@ -510,14 +514,6 @@ def _check_same_start(strategy: tf.distribute.Strategy, trainer: Trainer) -> Non
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
         )
-
-
-def _cannot_write(config: Config, error: OSError, checkpoints: checkpoint.Checkpoints) -> str:
-    kept = f"; the last checkpoint, {checkpoints.latest}, is intact" if checkpoints.latest else ""
-    return (
-        f"cannot write into --model_dir={config.model_dir} ({error.strerror}){kept}; free "
-        f"space or make it writable, then rerun the same command to resume"
-    )
 
 
 def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
