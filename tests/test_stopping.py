@@ -7,11 +7,36 @@ import pytest
 
 from tests import support
 from tests.test_checkpoint import STEPS_PER_EPOCH, small_run
-from tf_mgpu import errors
-
-pytestmark = pytest.mark.cluster
+from tf_mgpu import errors, stopping
 
 
+def test_a_signal_landing_during_the_agreement_waits_for_the_next_boundary():
+    """Every worker must act on the all-reduced flag alone: this worker, signalled while
+    the others already summed zero, must train on with them and stop at the next boundary."""
+    stop = stopping.Stop()
+    stop._training = True
+    sums = iter([0.0, 1.0])
+
+    def all_reduce(flag: float) -> float:
+        if flag == 0.0:  # the signal arrives while the collective runs
+            stop._handle(signal.SIGTERM, None)
+        return next(sums) + flag
+
+    stop._agree = all_reduce
+    assert not stop.agreed(), "stopped alone: the other workers trained on"
+    assert stop.agreed()
+    assert stop.requested == "SIGTERM"
+
+
+def test_a_signal_to_another_worker_is_named_as_such():
+    stop = stopping.Stop()
+    stop._training = True
+    stop._agree = lambda flag: flag + 1.0
+    assert stop.agreed()
+    assert stop.requested == "a signal to another worker"
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
     tmp_path, mnist_data_dir, number
@@ -45,6 +70,7 @@ def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
     assert support.digests(resumed) == support.digests(reference)
 
 
+@pytest.mark.cluster
 def test_a_signal_before_training_ends_the_run_at_once(tmp_path, mnist_data_dir):
     run = support.Started(small_run(mnist_data_dir, tmp_path / "run"), tmp_path / "logs")
     time.sleep(1.5)  # still importing TensorFlow

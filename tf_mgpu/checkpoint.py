@@ -173,7 +173,7 @@ class Checkpoints:
             )
         return None
 
-    def save(self, step: int) -> str:
+    def save(self, step: int) -> str | None:
         """Writes checkpoint `ckpt-<step>` (every task must call this at the same point)."""
         if self._is_chief and self.directory is not None:
             prefix = os.path.join(self.directory, f"ckpt-{step}")
@@ -183,9 +183,12 @@ class Checkpoints:
             return prefix
         scratch = tempfile.mkdtemp(prefix="tf_mgpu-checkpoint-")
         try:
-            return self._checkpoint.write(os.path.join(scratch, f"ckpt-{step}"))
+            self._checkpoint.write(os.path.join(scratch, f"ckpt-{step}"))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if self.directory is not None:  # what the chief saved at the same step
+            self.latest = os.path.join(self.directory, f"ckpt-{step}")
+        return self.latest
 
     def clean(self) -> None:
         """Deletes every checkpoint and the run's fingerprint (chief only)."""

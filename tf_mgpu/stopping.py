@@ -52,9 +52,13 @@ class Stop:
         local = self.requested is not None
         if self._agree is None:
             return local
-        if self._agree(float(local)) > 0 and not self.requested:
-            self.requested = "a signal to another worker"
-        return self.requested is not None
+        # Decide on the all-reduced value only: a signal that lands during the
+        # collective must wait for the next boundary, or this worker would stop
+        # alone while the others train on (and their next collective fails).
+        agreed = self._agree(float(local)) > 0
+        if agreed and not local:
+            self.requested = self.requested or "a signal to another worker"
+        return agreed
 
     def _handle(self, number: int, frame) -> None:
         del frame
