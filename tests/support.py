@@ -135,6 +135,7 @@ class Started:
                 start_new_session=True,
             )
         self.started = time.monotonic()
+        self.exited_at: float | None = None  # wall-clock time, set by `wait_all`
 
     def signal_group(self, number: int) -> None:
         """Sends `number` to every process of this task (the supervisor and its trainer)."""
@@ -204,10 +205,22 @@ def start_cluster(
 
 
 def wait_all(started: dict[str, Started], timeout: float) -> dict[str, Finished]:
+    """Waits for every task at once (each one's exit is seen within 20 ms), `timeout` at most."""
     deadline = time.monotonic() + timeout
-    return {
-        name: task.wait(max(1.0, deadline - time.monotonic())) for name, task in started.items()
-    }
+    running = dict(started)
+    while running and time.monotonic() < deadline:
+        for name, task in list(running.items()):
+            if task.process.poll() is not None:
+                task.exited_at = time.time()
+                del running[name]
+        time.sleep(0.02)
+    return {name: task.wait(0) for name, task in started.items()}
+
+
+def lingered(task: Started) -> float:
+    """Seconds from the task's last output (stdout or stderr) to its exit seen by `wait_all`."""
+    last_output = max(task._out.stat().st_mtime, task._err.stat().st_mtime)
+    return task.exited_at - last_output
 
 
 def group_gone(task: Started) -> bool:

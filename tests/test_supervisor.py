@@ -74,6 +74,8 @@ def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, mnist_da
         assert done.returncode == 0, done.tail()
         assert "crashed" not in done.stderr, done.tail()
         assert done.seconds < 120, done.tail()
+    for task in reference.values():  # no lingering in TensorFlow's shutdown after success
+        assert support.lingered(task) < 5, task.name
     expected = {task: support.digests(done)[task] for task, done in finished.items()}
     assert len(set(expected.values())) == 1, expected
 
