@@ -1,0 +1,90 @@
+"""Runs tf_mgpu.main as N worker processes on this machine, like `torchrun --nproc-per-node=N`.
+
+  python -m tf_mgpu.launch --workers=2 -- --strategy=multi_worker_mirrored --manual_dir=DIR
+  python -m tf_mgpu.launch --workers=3 --max_restarts=2 -- --flagfile=flags/multi_worker.cfg
+
+Everything after `--` goes to every worker's `python -m tf_mgpu.main`
+unchanged; each worker gets its own TF_CONFIG on free loopback ports, and
+every line it prints starts with its name, `[worker:1] `. Ctrl-C or SIGTERM
+makes every worker save a checkpoint and exit 75 (a second one kills them).
+When a worker fails, the others are stopped; --max_restarts starts them all
+again, and training resumes from the checkpoint in main's --model_dir.
+Exits with the first failing worker's exit code: see tf_mgpu/errors.py and README.md.
+"""
+
+# The only module that reads the launcher's flags; tf_mgpu.launcher takes plain arguments.
+
+import math
+import sys
+
+from absl import app, flags
+
+from tf_mgpu import errors, launcher
+
+_WORKERS = flags.DEFINE_integer(
+    "workers",
+    None,
+    "Worker processes to start on this machine, each a task of TF_CONFIG (on CPUs, one "
+    "replica each). Required.",
+    lower_bound=1,
+)
+_MAX_RESTARTS = flags.DEFINE_integer(
+    "max_restarts",
+    0,
+    "After a worker fails, start the whole group again this many times at most, on new "
+    "ports, resuming from the last checkpoint. Not after exit 2, 3 or 4, which would only "
+    "recur, nor after a stop (75).",
+    lower_bound=0,
+)
+_GRACE_SECONDS = flags.DEFINE_float(
+    "grace_seconds",
+    10.0,
+    "After a worker fails, the others get this long to exit on their own (a lost peer ends "
+    "training within about 10 s, usually at once), then SIGTERM (which also ends a wait for "
+    "peers), then after as long again SIGKILL.",
+    lower_bound=0.0,
+)
+flags.register_validator(
+    "grace_seconds", math.isfinite, message="--grace_seconds must be a finite number"
+)
+
+
+def _usage_error(message: str) -> None:
+    print(f"tf_mgpu: error: {message}; see --helpfull", file=sys.stderr)
+    sys.exit(errors.EXIT_USAGE)
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """Parses the flags before `--`; returns the program name and main's flags, after `--`.
+
+    A bad flag is one line and exit code 2, as in tf_mgpu.main.
+    """
+    own, main_args = launcher.split_argv(argv)
+    try:
+        unparsed = flags.FLAGS(own)
+    except flags.UnrecognizedFlagError as e:
+        _usage_error(f"{e}; tf_mgpu.main's flags go after --")
+    except flags.Error as e:
+        _usage_error(str(e))
+    if _WORKERS.value is None:
+        _usage_error("--workers=N is required")
+    if len(unparsed) > 1:
+        _usage_error(
+            f"unexpected arguments: {' '.join(unparsed[1:])}; tf_mgpu.main's flags go after --"
+        )
+    return [argv[0], *main_args]
+
+
+def main(argv: list[str]) -> None:
+    sys.exit(
+        launcher.Launcher(
+            argv[1:],
+            workers=_WORKERS.value,
+            max_restarts=_MAX_RESTARTS.value,
+            grace=_GRACE_SECONDS.value,
+        ).run()
+    )
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags)
