@@ -15,8 +15,10 @@ import sys
 import time
 from collections.abc import Callable
 
+import numpy as np
 import tensorflow as tf
 from matplotlib import image
+from PIL import Image
 
 from tf_mgpu import data, local_cluster
 
@@ -110,12 +112,25 @@ def assert_png(path: pathlib.Path, min_width: int = 400, min_height: int = 200) 
     assert height >= min_height, pixels.shape
 
 
-WEIGHTS_LINE = re.compile(r"^tf_mgpu weights: task=(\S+) sha256=([0-9a-f]{64})$", re.M)
+WEIGHTS_LINE = re.compile(
+    r"^tf_mgpu weights: sha256=([0-9a-f]{64})(?: \(identical on all (\d+) workers\))?$", re.M
+)
 
 
 def digests(finished: Finished) -> dict[str, str]:
-    """Task name -> the sha256 of its final weights, from its last line."""
-    return dict(WEIGHTS_LINE.findall(finished.stdout))
+    """The sha256 of the final weights from the chief's last line, and how many workers
+    the chief found holding the same ones: {"sha256": ..., "workers": ...}."""
+    found = WEIGHTS_LINE.findall(finished.stdout)
+    assert found, f"no weights line\n{finished.tail()}"
+    digest, workers = found[-1]
+    return {"sha256": digest, "workers": workers or "1"}
+
+
+def assert_quiet_worker(finished: Finished) -> None:
+    """A task other than the chief prints its start line and nothing else."""
+    lines = finished.stdout.splitlines()
+    assert len(lines) == 1, finished.tail()
+    assert lines[0].startswith("tf_mgpu start:"), finished.tail()
 
 
 class Started:
@@ -217,9 +232,12 @@ def wait_all(started: dict[str, Started], timeout: float) -> dict[str, Finished]
     return {name: task.wait(0) for name, task in started.items()}
 
 
-def lingered(task: Started) -> float:
-    """Seconds from the task's last output (stdout or stderr) to its exit seen by `wait_all`."""
-    last_output = max(task._out.stat().st_mtime, task._err.stat().st_mtime)
+def lingered(task: Started, chief: Started | None = None) -> float:
+    """Seconds from the last output (stdout or stderr) of `chief` (default: the task itself)
+    to the task's exit seen by `wait_all`. Other workers are quiet after their start-up
+    line, so the chief's last line is when their work ended too."""
+    chief = chief or task
+    last_output = max(chief._out.stat().st_mtime, chief._err.stat().st_mtime)
     return task.exited_at - last_output
 
 
@@ -236,3 +254,11 @@ def checkpoint_tensors(prefix: pathlib.Path) -> dict:
     """Every tensor of checkpoint `prefix`, read from its files (so a truncated one fails)."""
     reader = tf.train.load_checkpoint(str(prefix))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def on_paper(pixels: np.ndarray, ink=(0, 0, 0), scale: int = 1) -> Image.Image:
+    """MNIST `pixels` drawn in `ink` on white RGB paper, each pixel `scale` x `scale`."""
+    strength = np.kron(pixels, np.ones((scale, scale), np.uint8)).astype(np.float64) / 255
+    paper = np.full((*strength.shape, 3), 255.0)
+    drawn = paper * (1 - strength[..., None]) + np.array(ink, np.float64) * strength[..., None]
+    return Image.fromarray(np.round(drawn).astype(np.uint8), "RGB")

@@ -1,7 +1,9 @@
 """MNIST loading and the per-replica input pipelines."""
 
 import gzip
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ import tensorflow as tf
 
 from tests import support
 from tests.support import mnist_manual_dir
-from tf_mgpu import data
+from tf_mgpu import data, errors
 from tf_mgpu.errors import UserError
 
 
@@ -46,11 +48,11 @@ def test_missing_manual_files_name_the_files(tmp_path):
 
 
 def test_unpreparable_data_dir_is_a_user_error(tmp_path):
-    # TFDS cannot prepare into a data_dir that is a file: an OSError like a failed download.
+    # TFDS cannot prepare into a data_dir that is a file, even from the right files.
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("")
-    with pytest.raises(UserError, match=r"could not prepare MNIST.*--manual_dir"):
-        data.load_mnist(str(blocker), None)
+    with pytest.raises(UserError, match=r"could not prepare MNIST.*--data_dir is writable"):
+        data.load_mnist(str(blocker), str(mnist_manual_dir()))
 
 
 def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
@@ -181,3 +183,47 @@ def test_pixels_are_scaled_to_the_unit_interval(mnist):
     assert images.dtype == tf.float32
     assert float(tf.reduce_min(images)) >= 0.0
     assert float(tf.reduce_max(images)) == 1.0
+
+
+def offline(command: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Runs `command` in a network namespace of its own: loopback only, like a machine
+    cut off from the internet (`unshare -rn`, no root needed)."""
+    return subprocess.run(
+        ["unshare", "-rn", *command],
+        cwd=support.ROOT,
+        env=support.environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_offline_without_the_files_fails_fast_naming_the_fix(tmp_path):
+    started = time.monotonic()
+    done = offline(
+        support.main_command(f"--data_dir={tmp_path / 'tfds'}", f"--model_dir={tmp_path / 'm'}"),
+        timeout=120,
+    )
+    seconds = time.monotonic() - started
+    lines = [line for line in done.stderr.splitlines() if line.startswith("tf_mgpu:")]
+    assert done.returncode == errors.EXIT_USER_ERROR, done.stderr[-2000:]
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert "cannot be reached" in lines[0], lines
+    assert "--manual_dir=DIR" in lines[0], lines
+    assert str(tmp_path / "tfds" / "downloads" / "manual") in lines[0], lines
+    assert seconds < 15, f"took {seconds:.1f} s to report being offline (the issue allows 15)"
+
+
+def test_tfds_default_manual_folder_needs_no_flag(tmp_path):
+    manual = tmp_path / "tfds" / "downloads" / "manual"
+    manual.mkdir(parents=True)
+    for name in data.MANUAL_FILES:
+        (manual / name).symlink_to(support.mnist_manual_dir() / name)
+    script = (
+        "import sys; from tf_mgpu import data; "
+        "m = data.load_mnist(sys.argv[1], None, 'train[:100]', 'test[:10]'); "
+        "print(len(m.train), len(m.test))"
+    )
+    done = offline([sys.executable, "-c", script, str(tmp_path / "tfds")], timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].split() == ["100", "10"], done.stdout

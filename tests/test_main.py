@@ -3,9 +3,9 @@
 import dataclasses
 import json
 import pathlib
-import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,7 +17,6 @@ from tf_mgpu import data, errors, local_cluster, main, model, train
 from tf_mgpu.config import Config
 
 PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
-WEIGHTS_LINE = re.compile(r"^tf_mgpu weights: task=(\S+) sha256=([0-9a-f]{64})$", re.M)
 
 
 def quick(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -30,10 +29,6 @@ def quick(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
         text=True,
         timeout=timeout,
     )
-
-
-def digests(finished: support.Finished) -> dict[str, str]:
-    return dict(WEIGHTS_LINE.findall(finished.stdout))
 
 
 def test_helpfull_explains_every_flag():
@@ -198,6 +193,39 @@ def test_user_errors_are_one_line_and_keep_earlier_outputs(
     assert_untouched(tmp_path / "model", files)
 
 
+@pytest.mark.parametrize(
+    ("args", "tf_config", "expected"),
+    [
+        ([], "not json", "TF_CONFIG is not valid JSON"),
+        (
+            ["--strategy=one_device"],
+            {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 0}},
+            "--strategy=one_device trains on one device",
+        ),
+        (["--manual_dir=/nonexistent"], None, "--manual_dir=/nonexistent lacks"),
+        (["--model_dir=/dev/null"], None, "--model_dir=/dev/null is a file"),
+        (["--model_dir=/dev/null/run"], None, "--model_dir=/dev/null/run cannot be created"),
+    ],
+    ids=["tf_config", "one_device_cluster", "manual_dir", "model_dir_file", "model_dir"],
+)
+def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_config, expected):
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tf_mgpu.main", *args],
+        cwd=support.ROOT,
+        env=support.environment(tf_config),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    errors_printed = [line for line in done.stderr.splitlines() if line.startswith("tf_mgpu:")]
+    assert done.returncode == errors.EXIT_USER_ERROR, done.stderr[-2000:]
+    assert len(errors_printed) == 1, errors_printed
+    assert expected in errors_printed[0], errors_printed
+    imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()]
+    assert "tensorflow" not in imported, "TensorFlow was imported before the error"
+    assert "tf_mgpu.preflight" in imported, "the import trace is not what this test expects"
+
+
 def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:
     """A --manual_dir that is empty, a file, or holds a truncated or a wrong MNIST file."""
     path = tmp_path / "manual"
@@ -248,7 +276,12 @@ def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["test_examples"] == 2000
     assert summary["test_accuracy"] >= 0.85, summary["history"]
-    assert summary["weights_sha256"] == digests(first)["worker:0"]
+    assert summary["weights_sha256"] == support.digests(first)["sha256"]
+    # What a replay needs besides flags.txt: the versions and devices it ran on.
+    assert set(summary["versions"]) >= {"python", "tensorflow", "keras", "tensorflow_datasets"}
+    assert summary["versions"]["tensorflow"].startswith("2.21"), summary["versions"]
+    assert len(summary["devices"]) == 2, summary["devices"]
+    assert all("CPU:" in d for d in summary["devices"]), summary["devices"]
 
     replay = support.run_main(
         [f"--flagfile={tmp_path / 'a' / 'flags.txt'}", f"--model_dir={tmp_path / 'b'}"],
@@ -256,7 +289,9 @@ def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data
         180,
     )
     assert replay.returncode == 0, replay.tail()
-    assert digests(replay) == digests(first), "replaying flags.txt gave other weights"
+    assert support.digests(replay) == support.digests(first), (
+        "replaying flags.txt gave other weights"
+    )
 
 
 def cluster_args(tmp_path: pathlib.Path, data_dir: str, *extra: str):
@@ -289,14 +324,17 @@ def assert_cluster_agrees(tmp_path, finished: dict, chief: str) -> dict:
     tails = "\n".join(f.tail() for f in finished.values())
     for f in finished.values():
         assert f.returncode == 0, tails
-    seen = {task: digests(f).get(task) for task, f in finished.items()}
-    assert len(set(seen.values())) == 1, f"tasks ended with different weights: {seen}\n{tails}"
+    seen = support.digests(finished[chief])
+    # The chief all-reduced every worker's digest: any other would have failed the run.
+    assert seen.get("workers") == str(len(finished)), f"no agreement line: {seen}\n{tails}"
     for task, f in finished.items():
         wrote = model_dir(tmp_path, task).exists()
         assert wrote == (task == chief), f"{task} wrote outputs: {wrote}\n{tails}"
-        assert bool(f.lines("epoch ")) == (task == chief), tails
+        if task != chief:
+            support.assert_quiet_worker(f)
+    assert finished[chief].lines("epoch "), tails
     summary = json.loads((model_dir(tmp_path, chief) / "summary.json").read_text())
-    assert summary["weights_sha256"] == seen[chief]
+    assert summary["weights_sha256"] == seen["sha256"]
     assert summary["test_examples"] == 1000, "evaluation missed examples of another worker"
     return summary
 

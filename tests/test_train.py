@@ -103,8 +103,11 @@ def test_outputs_land_in_model_dir_and_reload(mnist, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "checkpoints",
         "metrics.jsonl",
+        "model.keras",
         "model.weights.h5",
+        "saved_model",
         "summary.json",
+        "tensorboard",
     ]
     reloaded = train.create_state(cpu_strategy(1), config).model
     reloaded.load_weights(tmp_path / "model.weights.h5")

@@ -68,11 +68,19 @@ def fingerprint(
 def incompatibility(saved: dict, current: dict) -> str | None:
     """Why a run with fingerprint `current` cannot resume one with `saved`, or None."""
     for key, meaning in _MUST_MATCH.items():
-        if saved.get(key) != current[key]:
-            if key == "weights":
+        if key == "weights":
+            # Shapes in order, as tf.train.Checkpoint matches them; Keras numbers layer
+            # names per process (dense, dense_1, ...), so a second model built in one
+            # process has other names and is still the same model.
+            if _shapes(saved.get(key)) != _shapes(current[key]):
                 return meaning
+        elif saved.get(key) != current[key]:
             return f"{meaning}: {key} {saved.get(key)} there, {current[key]} now"
     return None
+
+
+def _shapes(weights) -> list | None:
+    return None if weights is None else [shape for _, shape in weights]
 
 
 def changes(saved: dict, current: dict) -> list[str]:

@@ -35,6 +35,8 @@ class Config:
     # Checkpoints, in model_dir/checkpoints: every this many steps (rounded up to
     # whole calls of steps_per_loop) and at every epoch's end.
     checkpoint_steps: int = 1000
+    # TensorBoard's training curve: every this many steps, rounded up to whole calls.
+    log_steps: int = 500
     clean: bool = False  # delete model_dir's checkpoints and outputs and start over
     # Speed: defaults are the fast path (see tf_mgpu.loop); each can be turned off.
     steps_per_loop: int = 500  # training steps per compiled call

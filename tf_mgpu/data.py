@@ -11,7 +11,7 @@ distributed iterator costs a few tenths of a second, a quarter of an epoch.
 """
 
 import dataclasses
-import os
+import urllib.parse
 
 import numpy as np
 import tensorflow as tf
@@ -21,14 +21,10 @@ import tensorflow_datasets as tfds
 # not re-exported under tfds.download.
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
 
+from tf_mgpu import preflight
 from tf_mgpu.errors import UserError
 
-MANUAL_FILES = (
-    "train-images-idx3-ubyte.gz",
-    "train-labels-idx1-ubyte.gz",
-    "t10k-images-idx3-ubyte.gz",
-    "t10k-labels-idx1-ubyte.gz",
-)
+MANUAL_FILES = preflight.MANUAL_FILES
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,23 +60,28 @@ def load_mnist(
     tfds.disable_progress_bar()
     builder = tfds.builder("mnist", data_dir=data_dir)
     if not builder.is_prepared():
-        builder = _prepare(builder, manual_dir)
+        builder = _prepare(builder, manual_dir or _default_manual_dir(builder))
     return Mnist(
         train=_read_split(builder, train_split, "--train_split"),
         test=_read_split(builder, test_split, "--test_split"),
     )
 
 
-def check_manual_dir(manual_dir: str | None) -> None:
-    """Raises UserError unless `manual_dir` is None or holds the four MNIST files."""
-    if manual_dir is None:
-        return
-    missing = [f for f in MANUAL_FILES if not os.path.isfile(os.path.join(manual_dir, f))]
-    if missing:
-        raise UserError(
-            f"--manual_dir={manual_dir} lacks {', '.join(missing)}; point it at the "
-            f"folder holding the four original MNIST .gz files"
-        )
+check_manual_dir = preflight.manual_dir
+
+
+def _default_manual_dir(builder: tfds.core.DatasetBuilder) -> str | None:
+    """TFDS's manual folder when it holds the four files, else None (then: download).
+
+    Offline, a download retries for minutes before failing; this fails in seconds instead.
+    """
+    folder = preflight.default_manual_dir(builder.data_dir_root)
+    if preflight.has_manual_files(folder):
+        return folder
+    host = urllib.parse.urlsplit(getattr(builder, "URL", "")).hostname or preflight.DOWNLOAD_HOST
+    if not preflight.reachable(host, 443, preflight.PROBE_SECONDS):
+        raise preflight.offline(builder.data_dir_root, folder)
+    return None
 
 
 _PREPARE_ERRORS = (OSError, tfds.download.DownloadError, NonMatchingChecksumError)

@@ -13,13 +13,14 @@ Exit codes: see tf_mgpu/errors.py and README.md.
 # This is the only module that reads flags: it turns them into one
 # `tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
 
+import functools
 import math
 import os
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
-from tf_mgpu import cluster, errors, stopping, supervisor
+from tf_mgpu import cli, cluster, preflight, slurm, stopping, supervisor
 from tf_mgpu.config import DTYPES, INPUTS, REFERENCE_BATCH, STRATEGIES, Config
 
 _STRATEGY = flags.DEFINE_enum(
@@ -75,6 +76,14 @@ _CHECKPOINT_STEPS = flags.DEFINE_integer(
     "last save are lost when a run dies.",
     lower_bound=1,
 )
+_LOG_STEPS = flags.DEFINE_integer(
+    "log_steps",
+    500,
+    "The chief logs the training loss, examples/s and learning rate to TensorBoard "
+    "(--model_dir/tensorboard) every this many steps, rounded up to whole calls of "
+    "--steps_per_loop, and at every epoch's end, with the epoch's metrics.",
+    lower_bound=1,
+)
 _TRAIN_SPLIT = flags.DEFINE_string(
     "train_split", "train", "TFDS split to train on, e.g. 'train[:10%]'."
 )
@@ -87,6 +96,22 @@ _NUM_CPU_DEVICES = flags.DEFINE_integer(
     "Split the CPU into this many logical devices, so --strategy=mirrored runs that many "
     "replicas on a machine without GPUs.",
     lower_bound=1,
+)
+_CLUSTER_RESOLVER = flags.DEFINE_enum(
+    "cluster_resolver",
+    "tf_config",
+    ("tf_config", "slurm"),
+    "Where the cluster comes from: tf_config reads TF_CONFIG (as Kubernetes operators and "
+    "`python -m tf_mgpu.launch` set it; none means one machine); slurm builds it from the "
+    "Slurm job this task runs in (`srun python -m tf_mgpu.main --cluster_resolver=slurm`).",
+)
+_SLURM_PORT_BASE = flags.DEFINE_integer(
+    "slurm_port_base",
+    8888,
+    "With --cluster_resolver=slurm: task i of a node listens on this port + i; pick a "
+    "range that is free on every node.",
+    lower_bound=1024,
+    upper_bound=65000,
 )
 _STARTUP_TIMEOUT = flags.DEFINE_float(
     "startup_timeout",
@@ -177,6 +202,7 @@ _ALL_FLAGS = (
     _STARTUP_TIMEOUT,
     _PEER_TIMEOUT,
     _CHECKPOINT_STEPS,
+    _LOG_STEPS,
     _CLEAN,
     _STEPS_PER_LOOP,
     _JIT_COMPILE,
@@ -195,66 +221,52 @@ def config_from_flags() -> Config:
 
 
 _PATH_FLAGS = {holder.name for holder in (_DATA_DIR, _MANUAL_DIR, _MODEL_DIR)}
+# Not part of the training recipe, but part of how the job ran.
+_JOB_FLAGS = (_CLUSTER_RESOLVER, _SLURM_PORT_BASE)
 
 
 def flagfile_text() -> str:
     """A flagfile that replays this run from any directory: `--flagfile=MODEL_DIR/flags.txt`."""
     lines = []
-    for holder in _ALL_FLAGS:
+    for holder in (*_ALL_FLAGS, *_JOB_FLAGS):
         value = holder.value
-        if value is not None:
+        # --clean is an action on this run, not its recipe: replaying flags.txt to
+        # resume must not delete the checkpoints it resumes from.
+        if value is not None and holder is not _CLEAN:
             if holder.name in _PATH_FLAGS:
                 value = os.path.abspath(value)
             lines.append(f"--{holder.name}={value}")
     return "\n".join(lines) + "\n"
 
 
-def parse_flags(argv: list[str]) -> list[str]:
-    """absl's parser, but a bad flag is one line and exit code 2 (absl's own uses 1)."""
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as e:
-        print(f"tf_mgpu: error: {e}; see --helpfull", file=sys.stderr)
-        sys.exit(errors.EXIT_USAGE)
-
-
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        print(
-            f"tf_mgpu: error: unexpected arguments: {' '.join(argv[1:])}; flags take the "
-            f"form --name=value, see --helpfull",
-            file=sys.stderr,
-        )
-        sys.exit(errors.EXIT_USAGE)
+    cli.refuse_arguments(argv)
     config = config_from_flags()
-    quiet = not flags.FLAGS["verbosity"].present
-    if quiet:
-        # TensorFlow and TFDS log every traced collective and file read at INFO,
-        # and TensorFlow's C++ runtime logs each aborted collective at ERROR,
-        # burying the epoch lines and our one-line errors; --verbosity=0 shows them.
-        logging.set_verbosity(logging.WARNING)
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        task = cluster.task_from_env()
-        if task.num_workers > 1 and not supervisor.is_child():
-            sys.exit(
-                supervisor.supervise(
-                    sys.argv,
-                    task=str(task),
-                    addresses=task.addresses,
-                    startup_timeout=config.startup_timeout,
-                    peer_timeout=config.peer_timeout,
-                )
-            )
-        supervisor.bind_to_parent()
-        _train(config)
-    except errors.Failure as e:
-        print(errors.line(e), file=sys.stderr, flush=True)
-        _exit(e.exit_code)
-    _exit(errors.EXIT_OK)
+    cli.quiet_tensorflow()
+    cli.run(functools.partial(_run, config))
 
 
-def _train(config: Config) -> None:
+def _run(config: Config) -> None:
+    if _CLUSTER_RESOLVER.value == "slurm" and not supervisor.is_child():
+        # TF_CONFIG (and, on GPU nodes, CUDA_VISIBLE_DEVICES) for this process and the
+        # trainer child it starts; neither reads a Slurm variable afterwards.
+        os.environ.update(slurm.environment(port_base=_SLURM_PORT_BASE.value))
+    task = cluster.task_from_env()
+    # Before TensorFlow loads (6 s): a typo costs under a second.
+    preflight.strategy(config.strategy, task, config.num_cpu_devices)
+    preflight.data(config.data_dir, config.manual_dir)
+    if task.is_chief:
+        preflight.model_dir(config.model_dir)
+    if task.num_workers > 1 and not supervisor.is_child():
+        code = supervisor.supervise(
+            sys.argv,
+            task=str(task),
+            addresses=task.addresses,
+            startup_timeout=config.startup_timeout,
+            peer_timeout=config.peer_timeout,
+        )
+        cli.exit_now(code)
+    supervisor.bind_to_parent()
     stop = stopping.Stop()
     stop.install()
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
@@ -263,13 +275,5 @@ def _train(config: Config) -> None:
     train.run(config, flagfile=flagfile_text(), stop=stop)
 
 
-def _exit(code: int) -> None:
-    """Ends the process now: TensorFlow's multi-worker runtime otherwise lingers at exit
-    (about 40 s) waiting on peers that are already gone. Every file is closed by now."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags)
+    app.run(main, flags_parser=cli.parse_flags)

@@ -52,6 +52,10 @@ class Sums:
         for total in self._sums.values():
             total.assign(0.0)
 
+    def totals(self) -> tuple[float, float]:
+        """(summed loss, examples) over every replica; collective like `result`."""
+        return float(self._sums["loss"].numpy()), float(self._sums["count"].numpy())
+
     def result(self) -> dict[str, float]:
         """Mean loss, accuracy and the number of examples, over every replica."""
         loss, correct, count = (float(self._sums[key].numpy()) for key in _NAMES)

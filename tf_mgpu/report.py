@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import platform
 import resource
 import shutil
 
@@ -10,9 +11,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu import checkpoint, strategies
+from tf_mgpu import checkpoint, export, preflight, strategies, summaries
 from tf_mgpu.config import Config
-from tf_mgpu.errors import UserError
 
 SUMMARY = "summary.json"
 METRICS = "metrics.jsonl"
@@ -56,9 +56,10 @@ def final_line(summary: dict) -> str:
     )
 
 
-def weights_line(task: str, digest: str) -> str:
-    """Printed by every task: equal digests mean bit-identical weights."""
-    return f"tf_mgpu weights: task={task} sha256={digest}"
+def weights_line(digest: str, workers: int = 1) -> str:
+    """The chief's last line: equal digests mean bit-identical weights."""
+    where = f" (identical on all {workers} workers)" if workers > 1 else ""
+    return f"tf_mgpu weights: sha256={digest}{where}"
 
 
 def weights_digest(model: keras.Model) -> str:
@@ -66,6 +67,19 @@ def weights_digest(model: keras.Model) -> str:
     for weight in model.weights:
         digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
     return digest.hexdigest()
+
+
+def versions() -> dict:
+    """What a rerun needs to match: Python and the libraries that compute."""
+    import tensorflow_datasets as tfds  # already loaded by tf_mgpu.data
+
+    return {
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "tensorflow_datasets": tfds.__version__,
+        "numpy": np.__version__,
+    }
 
 
 def memory_use() -> dict:
@@ -105,25 +119,12 @@ class Outputs:
 
     def check(self) -> None:
         """Creates `model_dir` and checks it is writable, before any work starts."""
-        if self.model_dir is None:
-            return
-        if os.path.exists(self.model_dir) and not os.path.isdir(self.model_dir):
-            raise UserError(f"--model_dir={self.model_dir} is a file; choose a folder")
-        try:
-            os.makedirs(self.model_dir, exist_ok=True)
-        except OSError as e:
-            raise UserError(
-                f"--model_dir={self.model_dir} cannot be created ({e.strerror}); "
-                f"choose a folder you can write to"
-            ) from None
-        if not os.access(self.model_dir, os.W_OK | os.X_OK):
-            raise UserError(
-                f"--model_dir={self.model_dir} is not writable; choose a folder you can write to"
-            )
+        preflight.model_dir(self.model_dir)
 
     def has_outputs(self) -> bool:
         return self.model_dir is not None and any(
-            os.path.exists(self._path(name)) for name in (SUMMARY, METRICS, WEIGHTS)
+            os.path.exists(self._path(name))
+            for name in (SUMMARY, METRICS, WEIGHTS, export.KERAS, export.SAVED_MODEL)
         )
 
     def clean(self) -> None:
@@ -131,6 +132,8 @@ class Outputs:
         if self.model_dir is None:
             return
         shutil.rmtree(self._path(checkpoint.DIRECTORY), ignore_errors=True)
+        shutil.rmtree(self._path(summaries.DIRECTORY), ignore_errors=True)
+        export.remove(self.model_dir)
         for name in (SUMMARY, METRICS, FLAGS, WEIGHTS):
             for path in (self._path(name), self._path(name) + ".partial"):
                 if os.path.exists(path):

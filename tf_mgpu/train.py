@@ -5,6 +5,7 @@ MultiWorkerMirroredStrategy (keras-team/keras#20585), while `strategy.run`
 inside `tf.function` works the same on one device, N GPUs and N machines.
 """
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -18,16 +19,19 @@ from tf_mgpu import (
     cluster,
     data,
     devices,
+    export,
     loop,
     metrics,
     model,
+    progress,
     report,
     stopping,
     strategies,
+    summaries,
     supervisor,
 )
 from tf_mgpu.config import REFERENCE_BATCH, Config
-from tf_mgpu.errors import Diverged, PeerLost, Stopped, UserError
+from tf_mgpu.errors import Diverged, Failure, PeerLost, Stopped, UserError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +180,7 @@ class Trainer:
         )
         self.state = create_state(strategy, config, self.learning_rate)
         self._train = self._eval = None
+        self.call_seconds = 0.0  # spent in training calls so far, in this process
 
         @tf.function
         def weights_finite() -> tf.Tensor:
@@ -264,7 +269,9 @@ class Trainer:
             count = min(self.steps_per_loop, self.train_steps - first)
             started = time.perf_counter()
             bad = self._train.run(epoch, first, count)
-            seconds += time.perf_counter() - started
+            call = time.perf_counter() - started
+            seconds += call
+            self.call_seconds += call
             if bad >= 0:
                 raise Diverged(self._diverged(epoch, bad))
             between_calls(first + count == self.train_steps)
@@ -361,7 +368,28 @@ def run(
     checkpoints = checkpoint.Checkpoints(
         trainer.state.checkpointed(), config.model_dir, is_chief=task.is_chief, warn=chief_print
     )
-    history = _resume(strategy, config, trainer, checkpoints, outputs, flagfile, chief_print)
+    logs = summaries.Summaries(config.model_dir if task.is_chief else None)
+    try:
+        return _train(strategy, task, config, trainer, checkpoints, outputs, logs, flagfile, stop)
+    finally:
+        logs.close()
+
+
+def _train(
+    strategy: tf.distribute.Strategy,
+    task: cluster.Task,
+    config: Config,
+    trainer: Trainer,
+    checkpoints: checkpoint.Checkpoints,
+    outputs: report.Outputs,
+    logs: summaries.Summaries,
+    flagfile: str | None,
+    stop: stopping.Stop,
+) -> Result | None:
+    """`run` once the cluster, the data and the state exist: resume, train, save, export."""
+    chief_print = print if task.is_chief else (lambda *args, **kwargs: None)
+    multi_worker = task.num_workers > 1
+    history = _resume(strategy, config, trainer, checkpoints, outputs, logs, flagfile, chief_print)
     epoch, _ = trainer.position()
     if epoch >= config.epochs:
         chief_print(
@@ -377,7 +405,10 @@ def run(
         chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
     supervisor.notify("alive")
 
-    last_saved, checkpoint_seconds = trainer.step(), 0.0
+    last_saved, last_logged, checkpoint_seconds = trainer.step(), trainer.step(), 0.0
+    interval, seconds_seen = summaries.Interval(), trainer.call_seconds
+    epoch_began = (0.0, 0.0)  # (examples, call seconds) when this process began the epoch
+    bar = progress.Progress(enabled=task.is_chief)
 
     def save() -> None:
         nonlocal last_saved, checkpoint_seconds
@@ -393,24 +424,52 @@ def run(
         checkpoint_seconds += time.perf_counter() - started
         supervisor.notify("alive")
 
+    def observe(last: bool) -> None:
+        """After every call: the bar; every --log_steps, and at the epoch's end, the curve."""
+        nonlocal last_logged, seconds_seen
+        loss, examples = trainer.state.train_sums.totals()  # collective: on every worker
+        interval.update(loss, examples, trainer.call_seconds - seconds_seen)
+        seconds_seen = trainer.call_seconds
+        _, done = trainer.position()
+        seconds = max(trainer.call_seconds - epoch_began[1], 1e-9)
+        bar.update(done, loss / max(examples, 1.0), (examples - epoch_began[0]) / seconds)
+        if trainer.step() - last_logged >= config.log_steps or last:
+            last_logged = trainer.step()
+            mean, speed = interval.take()
+            logs.training(trainer.step(), mean, speed, trainer.rate_at(trainer.step() - 1))
+
     def between_calls(last: bool) -> None:
         supervisor.notify("alive")
+        observe(last)
         if last:  # the epoch's end saves and checks for a stop after evaluating
             return
         if stop.agreed():
             save()
+            _finish_together(strategy)
             raise Stopped(_stopped(stop, checkpoints))
         if trainer.step() - last_saved >= config.checkpoint_steps:
             save()
 
     try:
         for epoch in range(trainer.position()[0] + 1, config.epochs + 1):
-            record = {"epoch": epoch, **trainer.train_epoch(between_calls), **trainer.evaluate()}
+            _, done = trainer.position()
+            # A resumed epoch continues from its restored sums.
+            sums = trainer.state.train_sums.totals() if done else (0.0, 0.0)
+            interval.start_epoch(*sums)
+            epoch_began = (sums[1], trainer.call_seconds)
+            bar.start_epoch(epoch, config.epochs, trainer.train_steps, done)
+            try:
+                record = {"epoch": epoch, **trainer.train_epoch(between_calls)}
+            finally:
+                bar.end_epoch()
+            record.update(trainer.evaluate())
             history.append(record)
             outputs.epoch(record)
+            logs.epoch(trainer.step(), record)
             chief_print(report.epoch_line(record, config.epochs), flush=True)
             save()
             if epoch < config.epochs and stop.agreed():
+                _finish_together(strategy)
                 raise Stopped(_stopped(stop, checkpoints))
     except tf.errors.ResourceExhaustedError:
         raise UserError(out_of_memory(config, trainer)) from None
@@ -427,14 +486,18 @@ def run(
         ) from None
     summary = _summary(strategy, task, config, trainer, history)
     summary["checkpoint_seconds"] = checkpoint_seconds
+    workers_agree = _same_weights_everywhere(strategy, task, summary["weights_sha256"])
+    _finish_together(strategy)
     try:
         outputs.finish(summary, trainer.state.model)
+        if outputs.model_dir is not None:  # the chief
+            export.save(trainer.state.model, outputs.model_dir)
     except OSError as e:
         raise UserError(
             checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
         ) from None
     chief_print(report.final_line(summary), flush=True)
-    print(report.weights_line(str(task), summary["weights_sha256"]), flush=True)
+    chief_print(report.weights_line(summary["weights_sha256"], workers_agree), flush=True)
     return Result(summary=summary, state=trainer.state)
 
 
@@ -444,6 +507,7 @@ def _resume(
     trainer: Trainer,
     checkpoints: checkpoint.Checkpoints,
     outputs: report.Outputs,
+    logs: summaries.Summaries,
     flagfile: str | None,
     chief_print,
 ) -> list[dict]:
@@ -478,6 +542,7 @@ def _resume(
             )
         checkpoints.record(current)
         outputs.begin(flagfile)
+        logs.begin(hparams(config, trainer, strategy))
         _check_same_start(strategy, trainer)
         return []
     _check_same_start(strategy, trainer)
@@ -495,6 +560,7 @@ def _resume(
         flush=True,
     )
     checkpoints.record(current)
+    logs.resume(trainer.step())
     return outputs.resume(epoch, flagfile)
 
 
@@ -514,6 +580,81 @@ def _check_same_start(strategy: tf.distribute.Strategy, trainer: Trainer) -> Non
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
         )
+
+
+def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) -> dict:
+    """The run's hyperparameters as TensorBoard's HParams dashboard shows them."""
+    return {
+        "strategy": strategies.name_of(strategy),
+        "replicas": strategy.num_replicas_in_sync,
+        "batch_size": config.batch_size,
+        "accumulation_steps": config.accumulation_steps,
+        "global_batch": trainer.global_batch,
+        "learning_rate": config.learning_rate,
+        "peak_learning_rate": model.peak_rate(trainer.learning_rate),
+        "scale_lr": config.scale_lr,
+        "warmup_epochs": config.warmup_epochs,
+        "epochs": config.epochs,
+        "seed": config.seed,
+        "train_split": config.train_split,
+        "input": config.input,
+        "dtype": config.dtype,
+        "steps_per_loop": config.steps_per_loop,
+        "xla": trainer.jit_scope,
+    }
+
+
+def _finish_together(strategy: tf.distribute.Strategy) -> None:
+    """Under MultiWorkerMirroredStrategy: one last all-reduce before any worker exits.
+
+    A worker leaves a collective once it has every piece, while a peer may
+    still be fetching that worker's last piece; if the first then exits (this
+    program ends with `os._exit`, skipping TensorFlow's shutdown barrier), the
+    peer fails with "Socket closed" in a collective that mattered (seen 1 run
+    in about 10). After this one, nothing depends on a peer any more: a peer
+    error here only means the others finished first, so it is ignored.
+    """
+    if strategies.name_of(strategy) != "multi_worker_mirrored":
+        return
+
+    @tf.function
+    def done():
+        ones = strategy.run(lambda: tf.constant(1.0))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, ones, axis=None)
+
+    with contextlib.suppress(*_PEER_ERRORS):
+        done()
+
+
+def _same_weights_everywhere(
+    strategy: tf.distribute.Strategy, task: cluster.Task, digest: str
+) -> int:
+    """The number of workers that hold exactly these weights: all of them, or this raises.
+
+    Under MultiWorkerMirroredStrategy each worker's sha256 is cut into 16-bit
+    numbers; summing them and their squares over the replicas gives zero
+    variance exactly when every worker's digest is the same (the sums are
+    exact in float64). Only the chief reports it, so the others stay quiet.
+    """
+    if strategies.name_of(strategy) != "multi_worker_mirrored":
+        return 1
+    parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
+    here = tf.constant(parts + [p * p for p in parts], tf.float64)
+
+    @tf.function
+    def totals():
+        values = strategy.run(lambda: tf.identity(here))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
+
+    sums = totals().numpy()
+    count = strategy.num_replicas_in_sync
+    first, squares = sums[: len(parts)], sums[len(parts) :]
+    if any(count * sq != s * s for s, sq in zip(first, squares, strict=True)):
+        raise Failure(
+            f"the workers ended with different weights (this one: sha256={digest}); "
+            f"this is a bug in tf_mgpu, please report it with the workers' logs"
+        )
+    return task.num_workers
 
 
 def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
@@ -575,5 +716,6 @@ def _summary(
         / sum(r["seconds"] for r in steady),
         "first_epoch_seconds": history[0]["seconds"],
         "weights_sha256": report.weights_digest(trainer.state.model),
+        "versions": report.versions(),
         **report.memory_use(),
     }

@@ -1,0 +1,97 @@
+"""`python -m tf_mgpu.predict`: real test digits as PNG files, named by an exported model."""
+
+import re
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests import support
+from tests.support import on_paper
+from tf_mgpu import export
+
+LINE = re.compile(r"^(\S+): (\d) \(p=([0-9.]+)\)$", re.M)
+
+
+@pytest.fixture
+def model_dir(exported_model_dir) -> str:
+    return exported_model_dir
+
+
+def run_predict(args: list[str], log_dir, timeout: float = 90) -> support.Finished:
+    command = [sys.executable, "-m", "tf_mgpu.predict", *args]
+    commands = {"predict": (command, support.environment())}
+    return support.run_processes(commands, log_dir, timeout)["predict"]
+
+
+def confident_examples(model_dir: str, mnist) -> dict[int, int]:
+    """Digit -> the first test example of it the model names right with p > 0.98."""
+    labels = mnist.test.labels
+    probabilities = export.load(model_dir)(mnist.test.images).numpy()
+    chosen = {}
+    for index in np.flatnonzero(probabilities.max(axis=1) > 0.98):
+        digit = int(labels[index])
+        if probabilities[index].argmax() == digit:
+            chosen.setdefault(digit, int(index))
+    missing = set(range(10)) - set(chosen)
+    assert not missing, f"no test example of {missing} is named right with p > 0.98"
+    return chosen
+
+
+def test_png_files_of_real_test_digits_get_their_labels(mnist, model_dir, tmp_path):
+    chosen = confident_examples(model_dir, mnist)
+    expected = {}  # file name -> its digit
+    for digit, index in chosen.items():
+        Image.fromarray(mnist.test.images[index], "L").save(tmp_path / f"mnist_{digit}.png")
+        expected[f"mnist_{digit}.png"] = digit
+    # Converted on reading: navy ink on white paper at 56x56; a 3 on a transparent 84x84.
+    navy = tmp_path / "navy_on_paper_56.png"
+    on_paper(mnist.test.images[chosen[7]], ink=(20, 30, 110), scale=2).save(navy)
+    transparent = tmp_path / "transparent_84.png"
+    rgba = np.zeros((84, 84, 4), np.uint8)
+    rgba[..., 3] = np.kron(mnist.test.images[chosen[3]], np.ones((3, 3), np.uint8))
+    Image.fromarray(rgba, "RGBA").save(transparent)
+    expected.update({navy.name: 7, transparent.name: 3})
+
+    paths = [str(tmp_path / name) for name in expected]
+    finished = run_predict([f"--model={model_dir}", *paths], tmp_path)
+    assert finished.returncode == 0, finished.tail()
+    lines = LINE.findall(finished.stdout)
+    found = {path.rsplit("/", 1)[-1]: (int(digit), float(p)) for path, digit, p in lines}
+    assert list(found) == list(expected), finished.stdout  # one line per image, in order
+    for name, digit in expected.items():
+        assert found[name][0] == digit, (name, finished.stdout)
+    probabilities = export.load(model_dir)(mnist.test.images[list(chosen.values())]).numpy()
+    for (digit, index), p in zip(chosen.items(), probabilities, strict=True):
+        assert found[f"mnist_{digit}.png"][1] == pytest.approx(p[digit], abs=5e-4), index
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "named"),
+    [
+        (["{image}", "{missing}"], 3, "{missing} does not exist"),
+        (["{not_image}"], 3, "cannot read image {not_image}"),
+        ([], 2, "no images given"),
+    ],
+    ids=["missing_image", "not_an_image", "no_images"],
+)
+def test_bad_images_fail_in_one_line_before_the_model_loads(mnist, tmp_path, args, code, named):
+    paths = {
+        "image": tmp_path / "digit.png",
+        "missing": tmp_path / "missing.png",
+        "not_image": tmp_path / "notes.png",
+    }
+    Image.fromarray(mnist.test.images[0], "L").save(paths["image"])
+    paths["not_image"].write_text("not an image")
+    finished = run_predict(
+        ["--model=/no/model/needed/yet", *(arg.format(**paths) for arg in args)], tmp_path
+    )
+    support.assert_one_line_exit(finished, code, named.format(**paths))
+
+
+def test_a_model_path_that_does_not_exist_is_one_line_and_exit_3(mnist, tmp_path):
+    image = tmp_path / "digit.png"
+    Image.fromarray(mnist.test.images[0], "L").save(image)
+    finished = run_predict([f"--model={tmp_path}/nothing", str(image)], tmp_path)
+    support.assert_one_line_exit(finished, 3, f"--model={tmp_path}/nothing does not exist")

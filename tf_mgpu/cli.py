@@ -1,0 +1,64 @@
+"""What every command-line entry point shares: absl's parser with one-line errors,
+quiet TensorFlow logs, and a prompt exit.
+
+Each CLI (`main`, `evaluate`, `predict`, `launch`, `sweep`, `bench`) defines
+its own flags; this module defines none, so importing it clashes with none.
+"""
+
+import os
+import sys
+from collections.abc import Callable
+
+from absl import flags, logging
+
+from tf_mgpu import errors
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's parser, but a bad flag is one line and exit code 2 (absl's own uses 1)."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        print(f"tf_mgpu: error: {e}; see --helpfull", file=sys.stderr)
+        sys.exit(errors.EXIT_USAGE)
+
+
+def refuse_arguments(argv: list[str]) -> None:
+    """Exit 2 with one line for anything left after the flags (a typo like `-epochs 3`)."""
+    if len(argv) > 1:
+        print(
+            f"tf_mgpu: error: unexpected arguments: {' '.join(argv[1:])}; flags take the "
+            f"form --name=value, see --helpfull",
+            file=sys.stderr,
+        )
+        sys.exit(errors.EXIT_USAGE)
+
+
+def quiet_tensorflow() -> None:
+    """Unless --verbosity is given: no INFO logs from TensorFlow and TFDS, no C++ logs.
+
+    They log every traced collective, file read and SavedModel load at INFO, and
+    each aborted collective at ERROR, burying our lines and one-line errors;
+    --verbosity=0 shows them. Must run before TensorFlow is imported.
+    """
+    if not flags.FLAGS["verbosity"].present:
+        logging.set_verbosity(logging.WARNING)
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def run(work: Callable[[], None]) -> None:
+    """Runs `work`, prints a Failure as its one line, and ends the process with its code."""
+    try:
+        work()
+    except errors.Failure as e:
+        print(errors.line(e), file=sys.stderr, flush=True)
+        exit_now(e.exit_code)
+    exit_now(errors.EXIT_OK)
+
+
+def exit_now(code: int) -> None:
+    """Ends the process now: TensorFlow's multi-worker runtime otherwise lingers at exit
+    (about 40 s) waiting on peers that are already gone. Every file is closed by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

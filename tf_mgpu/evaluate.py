@@ -1,0 +1,104 @@
+"""Reports the loss and accuracy of an exported model on MNIST's test split.
+
+  python -m tf_mgpu.evaluate --model=/tmp/tf_mgpu                 # a training run's --model_dir
+  python -m tf_mgpu.evaluate --model=/tmp/tf_mgpu/saved_model --num_cpu_devices=2
+
+--model takes a run's --model_dir (its model.keras is read), a .keras file
+or a SavedModel folder, as `python -m tf_mgpu.main` exports them. The test
+split is spread over the replicas of --strategy, every example counted once,
+and one line is printed:
+
+  tf_mgpu evaluate: test_loss 0.1234  test_acc 0.9650  examples 10,000  model=PATH  replicas=2
+
+The loss is the mean cross-entropy of the predicted probabilities. Errors are
+one line and the exit codes of tf_mgpu.main (see tf_mgpu/errors.py).
+"""
+
+# The only module that reads these flags; tf_mgpu.export does the work.
+
+from absl import app, flags
+
+from tf_mgpu import cli
+from tf_mgpu.config import STRATEGIES
+
+_MODEL = flags.DEFINE_string(
+    "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
+)
+_STRATEGY = flags.DEFINE_enum(
+    "strategy",
+    "mirrored",
+    STRATEGIES,
+    "mirrored: one replica per local GPU (or per logical CPU device); "
+    "multi_worker_mirrored: the workers of TF_CONFIG, each running this command; "
+    "one_device: the first GPU or the CPU; default: no distribution.",
+)
+_BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size",
+    256,
+    "Test examples per replica per step; the last step is padded with examples that count "
+    "for nothing.",
+    lower_bound=1,
+)
+_NUM_CPU_DEVICES = flags.DEFINE_integer(
+    "num_cpu_devices",
+    1,
+    "Split the CPU into this many logical devices, so --strategy=mirrored runs that many "
+    "replicas on a machine without GPUs.",
+    lower_bound=1,
+)
+_DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "Where TFDS keeps prepared datasets; default: TFDS's own."
+)
+_MANUAL_DIR = flags.DEFINE_string(
+    "manual_dir",
+    None,
+    "Folder holding the four original MNIST .gz files: TFDS prepares the data from them "
+    "into --data_dir, once, with no network.",
+)
+_TEST_SPLIT = flags.DEFINE_string(
+    "test_split", "test", "TFDS split to evaluate on, e.g. 'test[:1000]'; every example counts."
+)
+
+
+def evaluate() -> str:
+    """Evaluates --model as the flags say; returns the line to print, or '' off the chief."""
+    # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
+    from tf_mgpu import cluster, data, devices, export, strategies
+
+    task = cluster.task_from_env()
+    # Inputs are checked before joining a cluster, where peers would wait for us.
+    strategies.resolve(_STRATEGY.value, task, _NUM_CPU_DEVICES.value)
+    model = export.locate(_MODEL.value)
+    data.check_manual_dir(_MANUAL_DIR.value)
+    devices.grow_gpu_memory(True)
+    devices.split_cpu(_NUM_CPU_DEVICES.value)
+    strategy = strategies.create(_STRATEGY.value, task)
+    # The trainer's loader reads both splits; one training example is all it needs here.
+    mnist = data.load_mnist(_DATA_DIR.value, _MANUAL_DIR.value, "train[:1]", _TEST_SPLIT.value)
+    with strategy.scope():
+        classifier = export.load(model)
+    result = export.evaluate(classifier, strategy, mnist.test, _BATCH_SIZE.value)
+    if not task.is_chief:
+        return ""
+    return (
+        f"tf_mgpu evaluate: test_loss {result['test_loss']:.4f}"
+        f"  test_acc {result['test_accuracy']:.4f}  examples {result['test_examples']:,}"
+        f"  model={model}  replicas={strategy.num_replicas_in_sync}"
+    )
+
+
+def main(argv: list[str]) -> None:
+    cli.refuse_arguments(argv)
+    cli.quiet_tensorflow()
+    cli.run(_print_evaluation)
+
+
+def _print_evaluation() -> None:
+    line = evaluate()
+    if line:
+        print(line)
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("model")
+    app.run(main, flags_parser=cli.parse_flags)
