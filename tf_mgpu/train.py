@@ -424,16 +424,15 @@ def _train(
         checkpoint_seconds += time.perf_counter() - started
         supervisor.notify("alive")
 
-    def observe(last: bool) -> None:
+    def observe(step: int, last: bool) -> None:
         """After a call: every --log_steps, and at the epoch's end, the curve; the bar.
 
-        Reading the sums costs about a millisecond, and is collective under
+        Reading the sums costs about half a millisecond, and is collective under
         MultiWorkerMirroredStrategy, so it happens at the curve's points,
         which every worker agrees on, and after every call only for a live
         bar in a single process.
         """
         nonlocal last_logged, seconds_seen
-        step = trainer.step()
         point = step - last_logged >= config.log_steps or last
         if not (point or (bar.live and not multi_worker)):
             return
@@ -451,14 +450,15 @@ def _train(
 
     def between_calls(last: bool) -> None:
         supervisor.notify("alive")
-        observe(last)
+        step = trainer.step()  # once per call: a read costs ~0.2 ms, every step at steps_per_loop=1
+        observe(step, last)
         if last:  # the epoch's end saves and checks for a stop after evaluating
             return
         if stop.agreed():
             save()
             _finish_together(strategy)
             raise Stopped(_stopped(stop, checkpoints))
-        if trainer.step() - last_saved >= config.checkpoint_steps:
+        if step - last_saved >= config.checkpoint_steps:
             save()
 
     try:
