@@ -11,7 +11,6 @@ distributed iterator costs a few tenths of a second, a quarter of an epoch.
 """
 
 import dataclasses
-import urllib.parse
 
 import numpy as np
 import tensorflow as tf
@@ -60,7 +59,9 @@ def load_mnist(
     tfds.disable_progress_bar()
     builder = tfds.builder("mnist", data_dir=data_dir)
     if not builder.is_prepared():
-        builder = _prepare(builder, manual_dir or _default_manual_dir(builder))
+        builder = _prepare(
+            builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
+        )
     return Mnist(
         train=_read_split(builder, train_split, "--train_split"),
         test=_read_split(builder, test_split, "--test_split"),
@@ -68,20 +69,6 @@ def load_mnist(
 
 
 check_manual_dir = preflight.manual_dir
-
-
-def _default_manual_dir(builder: tfds.core.DatasetBuilder) -> str | None:
-    """TFDS's manual folder when it holds the four files, else None (then: download).
-
-    Offline, a download retries for minutes before failing; this fails in seconds instead.
-    """
-    folder = preflight.default_manual_dir(builder.data_dir_root)
-    if preflight.has_manual_files(folder):
-        return folder
-    host = urllib.parse.urlsplit(getattr(builder, "URL", "")).hostname or preflight.DOWNLOAD_HOST
-    if not preflight.reachable(host, 443, preflight.PROBE_SECONDS):
-        raise preflight.offline(builder.data_dir_root, folder)
-    return None
 
 
 _PREPARE_ERRORS = (OSError, tfds.download.DownloadError, NonMatchingChecksumError)

@@ -87,14 +87,21 @@ def data(data_dir: str | None, manual: str | None) -> None:
     folder = tfds_data_dir(data_dir)
     if manual or glob.glob(os.path.join(folder, "mnist", "*", "dataset_info.json")):
         return
+    manual_files_or_network(folder)
+
+
+def manual_files_or_network(folder: str) -> str | None:
+    """TFDS's manual folder of data dir `folder` when it holds the four files; else None,
+    when the download host answers; else UserError, in seconds, not minutes of retries."""
     default = default_manual_dir(folder)
     if has_manual_files(default):
-        return
+        return default
     if not reachable(DOWNLOAD_HOST, 443, PROBE_SECONDS):
-        raise offline(folder, default)
+        raise _offline(folder, default)
+    return None
 
 
-def offline(folder: str, manual: str) -> UserError:
+def _offline(folder: str, manual: str) -> UserError:
     return UserError(
         f"MNIST is not prepared in {folder} and {DOWNLOAD_HOST} cannot be reached to "
         f"download it; offline, pass --manual_dir=DIR where DIR holds the four MNIST .gz "

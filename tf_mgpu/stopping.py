@@ -71,12 +71,8 @@ class Stop:
 
 
 def _any_worker(strategy):
-    """A compiled all-reduce: the sum over every replica of each worker's flag."""
-    import tensorflow as tf  # here, so main can install the handlers before TensorFlow loads
+    """The sum over every replica of each worker's flag (see `strategies.replica_sum`)."""
+    from tf_mgpu import strategies  # here, so main can install the handlers before TF loads
 
-    @tf.function
-    def total(flag: tf.Tensor) -> tf.Tensor:
-        flags = strategy.run(lambda: tf.identity(flag))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, flags, axis=None)
-
-    return lambda flag: float(total(tf.constant(flag)))
+    total = strategies.replica_sum(strategy)
+    return lambda flag: float(total(flag))

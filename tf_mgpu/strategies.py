@@ -30,6 +30,20 @@ def devices_of(strategy: tf.distribute.Strategy) -> list[str]:
     return list(strategy.extended.worker_devices)
 
 
+def replica_sum(strategy: tf.distribute.Strategy):
+    """A compiled all-reduce: `total(values)` sums float64 `values` (a number or a list) over
+    every replica of every worker. Collective under MultiWorkerMirroredStrategy, so every
+    worker must call it at the same point. Build it once: each call of the same shape
+    reuses one trace."""
+
+    @tf.function
+    def total(values: tf.Tensor) -> tf.Tensor:
+        per_replica = strategy.run(lambda: tf.identity(values))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    return lambda values: total(tf.constant(values, tf.float64)).numpy()
+
+
 def create(name: str, task: cluster.Task) -> tf.distribute.Strategy:
     """Builds the strategy; must run before any other TensorFlow op.
 

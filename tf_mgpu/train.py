@@ -580,13 +580,7 @@ def _check_same_start(strategy: tf.distribute.Strategy, trainer: Trainer) -> Non
     if strategies.name_of(strategy) != "multi_worker_mirrored":
         return
     here = float(trainer.step())
-
-    @tf.function
-    def total():
-        steps = strategy.run(lambda: tf.constant(here, tf.float64))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, steps, axis=None)
-
-    if float(total()) != here * strategy.num_replicas_in_sync:
+    if strategies.replica_sum(strategy)(here) != here * strategy.num_replicas_in_sync:
         raise UserError(
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
@@ -628,13 +622,8 @@ def _finish_together(strategy: tf.distribute.Strategy) -> None:
     if strategies.name_of(strategy) != "multi_worker_mirrored":
         return
 
-    @tf.function
-    def done():
-        ones = strategy.run(lambda: tf.constant(1.0))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, ones, axis=None)
-
     with contextlib.suppress(*_PEER_ERRORS):
-        done()
+        strategies.replica_sum(strategy)(1.0)
 
 
 def _same_weights_everywhere(
@@ -650,14 +639,7 @@ def _same_weights_everywhere(
     if strategies.name_of(strategy) != "multi_worker_mirrored":
         return 1
     parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
-    here = tf.constant(parts + [p * p for p in parts], tf.float64)
-
-    @tf.function
-    def totals():
-        values = strategy.run(lambda: tf.identity(here))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
-
-    sums = totals().numpy()
+    sums = strategies.replica_sum(strategy)(parts + [p * p for p in parts])
     count = strategy.num_replicas_in_sync
     first, squares = sums[: len(parts)], sums[len(parts) :]
     if any(count * sq != s * s for s, sq in zip(first, squares, strict=True)):
