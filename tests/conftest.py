@@ -3,8 +3,10 @@
 import pytest
 
 from tests.support import NUM_CPU_DEVICES, cpu_strategy, mnist_manual_dir, subset
-from tf_mgpu import data, devices, export, train
+from tf_mgpu import data, train
 from tf_mgpu.config import Config
+from tf_mgpu.engine import devices
+from tf_mgpu.outputs import export
 
 # Replicas need devices, and the split must happen before TensorFlow's first
 # op, so it happens here, when pytest imports this file, before any test.

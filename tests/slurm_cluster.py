@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from tf_mgpu import local_cluster
+from tf_mgpu.cluster import local
 
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo", "squeue", "scancel")
 _PR_SET_CHILD_SUBREAPER = 36
@@ -118,7 +118,7 @@ class SlurmCluster:
         for folder in (self.root, self.root / "state", self.root / "spool"):
             folder.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)  # munged refuses a key or socket in a folder others can write
-        ctld_port, slurmd_port = local_cluster.free_ports(2)
+        ctld_port, slurmd_port = local.free_ports(2)
         self.conf.write_text(
             _CONF.format(
                 node=self.node,

@@ -20,7 +20,8 @@ import tensorflow as tf
 from matplotlib import image
 from PIL import Image
 
-from tf_mgpu import data, local_cluster
+from tf_mgpu import data
+from tf_mgpu.cluster import local
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NUM_CPU_DEVICES = 4
@@ -61,10 +62,10 @@ def fresh_collective_keys() -> None:
     tf.distribute.MirroredStrategy._collective_key_base += 10_000
 
 
-Finished = local_cluster.Finished
-free_ports = local_cluster.free_ports
-cluster_spec = local_cluster.cluster_spec
-environment = local_cluster.environment
+Finished = local.Finished
+free_ports = local.free_ports
+cluster_spec = local.cluster_spec
+environment = local.environment
 
 
 def main_command(*args: str) -> list[str]:
@@ -74,8 +75,8 @@ def main_command(*args: str) -> list[str]:
 def run_processes(
     commands: dict[str, tuple[list[str], dict]], log_dir: pathlib.Path, timeout: float
 ) -> dict[str, Finished]:
-    """Starts every (command, env) at once from the repository root; see local_cluster."""
-    return local_cluster.run_processes(commands, log_dir, timeout, cwd=ROOT)
+    """Starts every (command, env) at once from the repository root; see tf_mgpu.cluster.local."""
+    return local.run_processes(commands, log_dir, timeout, cwd=ROOT)
 
 
 def run_cluster(
@@ -85,7 +86,7 @@ def run_cluster(
 
     Results are keyed by task name: 'chief:0', 'worker:1'.
     """
-    return local_cluster.run_cluster(
+    return local.run_cluster(
         spec,
         log_dir=log_dir,
         timeout=timeout,
@@ -213,9 +214,9 @@ def start_cluster(
             args(f"{kind}:{index}"),
             log_dir,
             name=f"{kind}_{index}",
-            tf_config=local_cluster.tf_config(spec, kind, index),
+            tf_config=local.tf_config(spec, kind, index),
         )
-        for kind, index in local_cluster.tasks(spec)
+        for kind, index in local.tasks(spec)
     }
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests import support
 from tests.support import cpu_strategy, subset
-from tf_mgpu import export
+from tf_mgpu.outputs import export
 
 LINE = re.compile(
     r"^tf_mgpu evaluate: test_loss (\S+)  test_acc (\S+)  examples (\S+)  model=(\S+)"

@@ -2,7 +2,7 @@
 
 Each launcher runs in its own session with a time bound; its workers die
 with it (PR_SET_PDEATHSIG), so killing the launcher in `finally` ends them
-all. tests/test_launcher.py covers the launcher's logic with stand-ins.
+all. tests/cluster/test_launcher.py covers the launcher's logic with stand-ins.
 """
 
 import contextlib
@@ -209,7 +209,7 @@ def test_a_killed_worker_restarts_the_group_and_ends_with_the_same_weights(
 
 @pytest.mark.cluster
 def test_sigterm_to_the_launcher_saves_on_every_worker_and_exits_75(tmp_path, mnist_data_dir):
-    """Resuming from the saved checkpoint is main's, tested in tests/test_supervisor.py."""
+    """Resuming from the saved checkpoint is main's, tested in tests/cluster/test_supervisor.py."""
     model_dir = tmp_path / "model"
     args = ["--workers=2", "--max_restarts=1", "--", *main_args(model_dir, mnist_data_dir)]
     running = Launched(args, tmp_path / "logs")

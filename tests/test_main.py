@@ -13,7 +13,8 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import data, errors, local_cluster, main, model, train
+from tf_mgpu import data, errors, main, model, train
+from tf_mgpu.cluster import local
 from tf_mgpu.config import Config
 
 PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
@@ -223,7 +224,7 @@ def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_confi
     assert expected in errors_printed[0], errors_printed
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()]
     assert "tensorflow" not in imported, "TensorFlow was imported before the error"
-    assert "tf_mgpu.preflight" in imported, "the import trace is not what this test expects"
+    assert "tf_mgpu.cluster.preflight" in imported, "the import trace is not what this test expects"
 
 
 def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:
@@ -378,7 +379,7 @@ def test_a_worker_whose_peer_never_starts_gives_up_in_time(tmp_path, mnist_data_
     spec = support.cluster_spec(workers=2)
     files = earlier_run(model_dir(tmp_path, "worker:0"))
     args = cluster_args(tmp_path, mnist_data_dir, "--startup_timeout=5")("worker:0")
-    tf_config = local_cluster.tf_config(spec, "worker", 0)
+    tf_config = local.tf_config(spec, "worker", 0)
     done = support.run_main(args, tmp_path / "logs", timeout=120, tf_config=tf_config)
     assert done.returncode != 0, done.tail()
     assert "worker:0 waited 5 s for the other tasks" in done.stderr, done.tail()

@@ -9,7 +9,7 @@ from PIL import Image
 
 from tests import support
 from tests.support import on_paper
-from tf_mgpu import export
+from tf_mgpu.outputs import export
 
 LINE = re.compile(r"^(\S+): (\d) \(p=([0-9.]+)\)$", re.M)
 

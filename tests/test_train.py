@@ -8,8 +8,10 @@ import pytest
 import tensorflow as tf
 
 from tests.support import cpu_strategy, fresh_collective_keys, subset
-from tf_mgpu import cluster, strategies, train
+from tf_mgpu import train
+from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
+from tf_mgpu.engine import strategies
 from tf_mgpu.errors import UserError
 
 SMALL = Config(batch_size=16, epochs=2, learning_rate=0.1, seed=3)
@@ -76,7 +78,7 @@ def test_evaluation_counts_every_test_example_across_replicas(mnist):
 @pytest.mark.parametrize("name", ["mirrored", "one_device", "default"])
 def test_every_strategy_the_factory_builds_trains(mnist, name):
     fresh_collective_keys()
-    strategy = strategies.create(name, cluster.Task())
+    strategy = strategies.create(name, tf_config.Task())
     config = dataclasses.replace(SMALL, epochs=1)
     result = train.run(config, strategy=strategy, datasets=subset(mnist, 512, 100))
     assert result.summary["strategy"] == name

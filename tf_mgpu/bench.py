@@ -18,8 +18,9 @@ import tempfile
 
 from absl import app, flags
 
-from tf_mgpu import baselines, benchmark
 from tf_mgpu.errors import UserError
+from tf_mgpu.tools.bench import baselines
+from tf_mgpu.tools.bench import runner as benchmark
 
 _MANUAL_DIR = flags.DEFINE_string(
     "manual_dir", None, "Folder holding the four original MNIST .gz files.", required=True

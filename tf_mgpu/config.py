@@ -38,7 +38,7 @@ class Config:
     # TensorBoard's training curve: every this many steps, rounded up to whole calls.
     log_steps: int = 500
     clean: bool = False  # delete model_dir's checkpoints and outputs and start over
-    # Speed: defaults are the fast path (see tf_mgpu.loop); each can be turned off.
+    # Speed: defaults are the fast path (see tf_mgpu.engine.loop); each can be turned off.
     steps_per_loop: int = 500  # training steps per compiled call
     jit_compile: bool = True  # XLA where the strategy allows it
     input: str = "resident"  # or "stream": tf.data pipelines

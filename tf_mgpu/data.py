@@ -20,7 +20,7 @@ import tensorflow_datasets as tfds
 # not re-exported under tfds.download.
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
 
-from tf_mgpu import preflight
+from tf_mgpu.cluster import preflight
 from tf_mgpu.errors import UserError
 
 MANUAL_FILES = preflight.MANUAL_FILES

@@ -14,7 +14,7 @@ The loss is the mean cross-entropy of the predicted probabilities. Errors are
 one line and the exit codes of tf_mgpu.main (see tf_mgpu/errors.py).
 """
 
-# The only module that reads these flags; tf_mgpu.export does the work.
+# The only module that reads these flags; tf_mgpu.outputs.export does the work.
 
 from absl import app, flags
 
@@ -63,9 +63,12 @@ _TEST_SPLIT = flags.DEFINE_string(
 def evaluate() -> str:
     """Evaluates --model as the flags say; returns the line to print, or '' off the chief."""
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
-    from tf_mgpu import cluster, data, devices, export, strategies
+    from tf_mgpu import data
+    from tf_mgpu.cluster import tf_config
+    from tf_mgpu.engine import devices, strategies
+    from tf_mgpu.outputs import export
 
-    task = cluster.task_from_env()
+    task = tf_config.task_from_env()
     # Inputs are checked before joining a cluster, where peers would wait for us.
     strategies.resolve(_STRATEGY.value, task, _NUM_CPU_DEVICES.value)
     model = export.locate(_MODEL.value)

@@ -12,14 +12,15 @@ again, and training resumes from the checkpoint in main's --model_dir.
 Exits with the first failing worker's exit code: see tf_mgpu/errors.py and README.md.
 """
 
-# The only module that reads the launcher's flags; tf_mgpu.launcher takes plain arguments.
+# The only module that reads the launcher's flags; tf_mgpu.cluster.launcher takes plain arguments.
 
 import math
 import sys
 
 from absl import app, flags
 
-from tf_mgpu import errors, launcher
+from tf_mgpu import errors
+from tf_mgpu.cluster import launcher
 
 _WORKERS = flags.DEFINE_integer(
     "workers",

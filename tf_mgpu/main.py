@@ -20,8 +20,10 @@ import sys
 
 from absl import app, flags
 
-from tf_mgpu import cli, cluster, preflight, slurm, stopping, supervisor
+from tf_mgpu import cli
+from tf_mgpu.cluster import preflight, slurm, supervisor, tf_config
 from tf_mgpu.config import DTYPES, INPUTS, REFERENCE_BATCH, STRATEGIES, Config
+from tf_mgpu.engine import stopping
 
 _STRATEGY = flags.DEFINE_enum(
     "strategy",
@@ -251,7 +253,7 @@ def _run(config: Config) -> None:
         # TF_CONFIG (and, on GPU nodes, CUDA_VISIBLE_DEVICES) for this process and the
         # trainer child it starts; neither reads a Slurm variable afterwards.
         os.environ.update(slurm.environment(port_base=_SLURM_PORT_BASE.value))
-    task = cluster.task_from_env()
+    task = tf_config.task_from_env()
     # Before TensorFlow loads (6 s): a typo costs under a second.
     preflight.strategy(config.strategy, task, config.num_cpu_devices)
     preflight.data(config.data_dir, config.manual_dir)

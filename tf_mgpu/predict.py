@@ -16,7 +16,7 @@ pixels in the middle of 28x28. An image that cannot be read is one line
 and exit code 3, before the model loads.
 """
 
-# The only module that reads these flags; tf_mgpu.images and tf_mgpu.export do the work.
+# The only module that reads these flags; tf_mgpu.images and tf_mgpu.outputs.export do the work.
 
 import sys
 
@@ -34,7 +34,7 @@ def predict(paths: list[str]) -> list[str]:
     """One line per image: its path, the most probable digit and its probability."""
     pixels = np.stack([images.read(path) for path in paths])
     # TensorFlow loads here, once every image has been read.
-    from tf_mgpu import export
+    from tf_mgpu.outputs import export
 
     probabilities = export.load(_MODEL.value)(pixels).numpy()
     return [

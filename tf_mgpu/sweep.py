@@ -7,17 +7,18 @@
 Replicas are logical CPU devices without GPUs, GPUs where there are. Writes
 sweep.csv, sweep.png and runs/<name>/ (each run's --model_dir and logs) into
 --output_dir and prints the table. --predict also times the gradient's all-reduce
-and prints the scaling model's predictions (see tf_mgpu.scaling).
+and prints the scaling model's predictions (see tf_mgpu.tools.sweep.scaling).
 """
 
-# The only module that reads the sweep's flags; tf_mgpu.sweeping and
-# tf_mgpu.scaling take plain arguments.
+# The only module that reads the sweep's flags; tf_mgpu.tools.sweep.runner and
+# tf_mgpu.tools.sweep.scaling take plain arguments.
 
 import pathlib
 
 from absl import app, flags, logging
 
-from tf_mgpu import scaling, sweeping
+from tf_mgpu.tools.sweep import runner as sweeping
+from tf_mgpu.tools.sweep import scaling
 
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", "/tmp/tf_mgpu_sweep", "Where sweep.csv, sweep.png and runs/ go."

@@ -14,24 +14,12 @@ import time
 import keras
 import tensorflow as tf
 
-from tf_mgpu import (
-    checkpoint,
-    cluster,
-    data,
-    devices,
-    export,
-    loop,
-    metrics,
-    model,
-    progress,
-    report,
-    stopping,
-    strategies,
-    summaries,
-    supervisor,
-)
+from tf_mgpu import data, model
+from tf_mgpu.cluster import supervisor, tf_config
 from tf_mgpu.config import REFERENCE_BATCH, Config
+from tf_mgpu.engine import checkpoint, devices, loop, metrics, stopping, strategies
 from tf_mgpu.errors import Diverged, Failure, PeerLost, Stopped, UserError
+from tf_mgpu.outputs import export, progress, report, tensorboard
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,11 +325,11 @@ def run(
     `strategy` and `datasets` replace the ones built from `config` (tests use
     this). `flagfile` is the text of a flagfile that replays the run; the
     chief writes it into `config.model_dir` with the other outputs. `stop`
-    carries SIGTERM/SIGINT requests (see `tf_mgpu.stopping`). Returns None
+    carries SIGTERM/SIGINT requests (see `tf_mgpu.engine.stopping`). Returns None
     when the model dir already holds every epoch asked for.
     """
     stop = stop or stopping.Stop()
-    task = cluster.task_from_env()
+    task = tf_config.task_from_env()
     chief_print = print if task.is_chief else (lambda *args, **kwargs: None)
     outputs = report.Outputs(config.model_dir if task.is_chief else None)
     # Inputs are checked before joining the cluster: a task that failed later
@@ -368,7 +356,7 @@ def run(
     checkpoints = checkpoint.Checkpoints(
         trainer.state.checkpointed(), config.model_dir, is_chief=task.is_chief, warn=chief_print
     )
-    logs = summaries.Summaries(config.model_dir if task.is_chief else None)
+    logs = tensorboard.Summaries(config.model_dir if task.is_chief else None)
     try:
         return _train(strategy, task, config, trainer, checkpoints, outputs, logs, flagfile, stop)
     finally:
@@ -377,12 +365,12 @@ def run(
 
 def _train(
     strategy: tf.distribute.Strategy,
-    task: cluster.Task,
+    task: tf_config.Task,
     config: Config,
     trainer: Trainer,
     checkpoints: checkpoint.Checkpoints,
     outputs: report.Outputs,
-    logs: summaries.Summaries,
+    logs: tensorboard.Summaries,
     flagfile: str | None,
     stop: stopping.Stop,
 ) -> Result | None:
@@ -406,7 +394,7 @@ def _train(
     supervisor.notify("alive")
 
     last_saved, last_logged, checkpoint_seconds = trainer.step(), trainer.step(), 0.0
-    interval, seconds_seen = summaries.Interval(), trainer.call_seconds
+    interval, seconds_seen = tensorboard.Interval(), trainer.call_seconds
     epoch_began = (0.0, 0.0)  # (examples, call seconds) when this process began the epoch
     bar = progress.Progress(enabled=task.is_chief)
 
@@ -518,7 +506,7 @@ def _resume(
     trainer: Trainer,
     checkpoints: checkpoint.Checkpoints,
     outputs: report.Outputs,
-    logs: summaries.Summaries,
+    logs: tensorboard.Summaries,
     flagfile: str | None,
     chief_print,
 ) -> list[dict]:
@@ -627,7 +615,7 @@ def _finish_together(strategy: tf.distribute.Strategy) -> None:
 
 
 def _same_weights_everywhere(
-    strategy: tf.distribute.Strategy, task: cluster.Task, digest: str
+    strategy: tf.distribute.Strategy, task: tf_config.Task, digest: str
 ) -> int:
     """The number of workers that hold exactly these weights: all of them, or this raises.
 
@@ -654,7 +642,7 @@ def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
     return f"{stop.requested}: saved {checkpoints.latest}; rerun the same command to resume from it"
 
 
-def _lost_peer(error: Exception, task: cluster.Task, checkpoints: checkpoint.Checkpoints) -> str:
+def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:
     """One line naming the task that went away, from TensorFlow's error message."""
     names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(task)}
     peers = ", ".join(sorted(names)) or "a peer"
@@ -679,7 +667,7 @@ def out_of_memory(config: Config, trainer: Trainer) -> str:
 
 def _summary(
     strategy: tf.distribute.Strategy,
-    task: cluster.Task,
+    task: tf_config.Task,
     config: Config,
     trainer: Trainer,
     history: list[dict],

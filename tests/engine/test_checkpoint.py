@@ -1,0 +1,189 @@
+"""Checkpoints: what they hold, how they fail, and exact resume after a real SIGKILL."""
+
+import json
+import signal
+
+import pytest
+import tensorflow as tf
+
+from tests import support
+from tf_mgpu.engine import checkpoint
+from tf_mgpu.errors import UserError
+
+STEPS_PER_EPOCH = 128  # train[:8192] at a global batch of 64
+
+
+def variables():
+    return {"w": tf.Variable([1.0, 2.0]), "step": tf.Variable(0, dtype=tf.int64)}
+
+
+def test_restore_brings_back_the_newest_checkpoint(tmp_path):
+    objects = variables()
+    saver = checkpoint.Checkpoints(objects, str(tmp_path), is_chief=True)
+    for step in (10, 20):
+        objects["w"].assign([float(step), 0.0])
+        saver.save(step)
+    objects["w"].assign([0.0, 0.0])
+    assert checkpoint.step_of(saver.restore()) == 20
+    assert objects["w"].numpy().tolist() == [20.0, 0.0]
+
+
+def test_only_the_newest_few_are_kept(tmp_path):
+    saver = checkpoint.Checkpoints(variables(), str(tmp_path), is_chief=True, keep=2)
+    for step in (1, 2, 3, 4):
+        saver.save(step)
+    assert [checkpoint.step_of(p) for p in saver.paths()] == [3, 4]
+    left = sorted(p.name for p in (tmp_path / checkpoint.DIRECTORY).iterdir())
+    assert all(name.startswith(("ckpt-3.", "ckpt-4.")) for name in left), left
+
+
+def test_a_truncated_latest_checkpoint_is_reported_and_the_previous_one_used(tmp_path):
+    objects, warnings = variables(), []
+    saver = checkpoint.Checkpoints(objects, str(tmp_path), is_chief=True, warn=warnings.append)
+    objects["w"].assign([5.0, 5.0])
+    saver.save(5)
+    objects["w"].assign([6.0, 6.0])
+    saver.save(6)
+    data_file = next((tmp_path / checkpoint.DIRECTORY).glob("ckpt-6.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[:7])
+    assert checkpoint.step_of(saver.restore()) == 5
+    assert objects["w"].numpy().tolist() == [5.0, 5.0]
+    assert len(warnings) == 1, warnings
+    assert "ckpt-6 is unreadable" in warnings[0], warnings
+
+
+def test_when_no_checkpoint_can_be_read_the_user_is_told_to_start_over(tmp_path):
+    saver = checkpoint.Checkpoints(variables(), str(tmp_path), is_chief=True, warn=lambda _: None)
+    saver.save(1)
+    index = tmp_path / checkpoint.DIRECTORY / "ckpt-1.index"
+    index.write_bytes(b"garbage")
+    with pytest.raises(UserError, match=r"no checkpoint in .* can be read.*--clean"):
+        saver.restore()
+
+
+def test_a_task_that_is_not_the_chief_writes_nothing_into_model_dir(tmp_path):
+    saver = checkpoint.Checkpoints(variables(), str(tmp_path), is_chief=False)
+    saver.save(1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unwritable_directory_is_one_user_error_and_the_last_checkpoint_stays(tmp_path):
+    saver = checkpoint.Checkpoints(variables(), str(tmp_path), is_chief=True)
+    saver.save(1)
+    directory = tmp_path / checkpoint.DIRECTORY
+    blocked = tmp_path / "moved"
+    directory.rename(blocked)
+    directory.write_text("a file where the checkpoint folder was")
+    with pytest.raises(UserError, match="cannot write a checkpoint into") as error:
+        saver.save(2)
+    assert "\n" not in str(error.value)
+    assert "rerun the same command to resume" in str(error.value)
+    assert (blocked / "ckpt-1.index").exists()
+
+
+FINGERPRINT = {
+    "weights": [["dense/kernel", [784, 128]]],
+    "train_examples": 60000,
+    "seed": 0,
+    "global_batch": 64,
+    "learning_rate": 0.01,
+    "scale_lr": False,
+    "warmup_epochs": 0.0,
+    "dtype": "float32",
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"weights": [["dense/kernel", [784, 256]]]}, "another model"),
+        ({"global_batch": 128}, "global_batch 64 there, 128 now"),
+        ({"seed": 3}, "seed 0 there, 3 now"),
+        ({"train_examples": 8192}, "another training split"),
+    ],
+)
+def test_a_run_that_would_change_the_trajectory_is_incompatible(change, named):
+    why = checkpoint.incompatibility(FINGERPRINT, {**FINGERPRINT, **change})
+    assert why is not None
+    assert named in why, why
+
+
+def test_a_new_learning_rate_is_allowed_and_reported():
+    current = {**FINGERPRINT, "learning_rate": 0.001}
+    assert checkpoint.incompatibility(FINGERPRINT, current) is None
+    assert checkpoint.changes(FINGERPRINT, current) == ["--learning_rate 0.01 -> 0.001"]
+
+
+# -- Exact resume after a real SIGKILL, mid-epoch ------------------------------
+
+
+def small_run(data_dir: str, model_dir, *extra: str) -> list[str]:
+    """3 epochs of 128 steps, 4 steps per call, a checkpoint every 8 steps."""
+    return [
+        f"--data_dir={data_dir}",
+        f"--model_dir={model_dir}",
+        "--train_split=train[:8192]",
+        "--test_split=test[:1000]",
+        "--epochs=3",
+        "--learning_rate=0.1",
+        "--seed=7",
+        "--steps_per_loop=4",
+        "--checkpoint_steps=8",
+        *extra,
+    ]
+
+
+def kill_mid_epoch(args: list[str], log_dir, model_dir) -> int:
+    """Starts a run, SIGKILLs it once it has saved mid-epoch; returns its newest checkpoint."""
+    run = support.Started(args, log_dir, name="killed")
+    try:
+        support.wait_until(
+            lambda: any(s % STEPS_PER_EPOCH for s in support.checkpoint_steps(model_dir)),
+            timeout=120,
+            what="a mid-epoch checkpoint",
+        )
+        run.signal_group(signal.SIGKILL)
+    finally:
+        killed = run.wait(30)
+    assert killed.returncode == -signal.SIGKILL, killed.tail()
+    assert not (model_dir / "summary.json").exists(), "the run finished before the kill"
+    return support.checkpoint_steps(model_dir)[-1]
+
+
+def assert_resumes_to_the_same_weights(tmp_path, data_dir, *extra: str) -> None:
+    reference = support.run_main(
+        small_run(data_dir, tmp_path / "reference", *extra), tmp_path / "ref_logs", 240
+    )
+    assert reference.returncode == 0, reference.tail()
+    model_dir = tmp_path / "run"
+    args = small_run(data_dir, model_dir, *extra)
+    latest = kill_mid_epoch(args, tmp_path / "logs", model_dir)
+    resumed = support.run_main(args, tmp_path / "resumed_logs", 240)
+    assert resumed.returncode == 0, resumed.tail()
+    epoch, step = divmod(latest, STEPS_PER_EPOCH)
+    assert (
+        f"tf_mgpu resume: from {model_dir}/checkpoints/ckpt-{latest} "
+        f"(step {latest:,}: epoch {epoch + 1}, step {step} of {STEPS_PER_EPOCH})"
+    ) in resumed.stdout, resumed.tail()
+    assert support.digests(resumed) == support.digests(reference), resumed.tail()
+    logged = [json.loads(line) for line in (model_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in logged] == [1, 2, 3]
+
+
+@pytest.mark.cluster
+def test_one_process_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
+    assert_resumes_to_the_same_weights(tmp_path, mnist_data_dir, "--num_cpu_devices=1")
+
+
+@pytest.mark.cluster
+def test_mirrored_on_two_devices_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
+    assert_resumes_to_the_same_weights(
+        tmp_path, mnist_data_dir, "--num_cpu_devices=2", "--batch_size=32"
+    )
+
+
+@pytest.mark.cluster
+def test_streamed_input_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
+    assert_resumes_to_the_same_weights(
+        tmp_path, mnist_data_dir, "--num_cpu_devices=1", "--input=stream"
+    )

@@ -1,0 +1,104 @@
+"""The layout's import rules (layout.md, section 3.1): one-way layers, and TF-free parts.
+
+An AST scan of every module under tf_mgpu/, lazy imports inside functions
+included, and a fresh interpreter that imports the TF-free parts.
+"""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "tf_mgpu"
+
+# The top-level commands (`python -m tf_mgpu.<name>`) and train.py, which assembles the run.
+COMMANDS = tuple(
+    f"tf_mgpu.{name}"
+    for name in ("main", "evaluate", "predict", "launch", "slurm", "sweep", "bench", "train")
+)
+
+# Part -> the modules and packages nothing in that part may import. These are the rules
+# enforced; the rest of the table in layout.md (e.g. `tools` importing only what it needs)
+# is not checked here.
+FORBIDDEN = {
+    "tf_mgpu.engine": ("tf_mgpu.outputs", "tf_mgpu.tasks", "tf_mgpu.tools", *COMMANDS),
+    "tf_mgpu.outputs": ("tf_mgpu.tasks", "tf_mgpu.tools", *COMMANDS),
+    "tf_mgpu.cluster": ("tf_mgpu.engine", "tf_mgpu.outputs", "tf_mgpu.tasks", "tf_mgpu.tools"),
+}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: pathlib.Path) -> set[str]:
+    """Every module `path` imports, anywhere in it; `from a import b` counts as a and a.b."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def inside(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_the_scan_sees_every_part():
+    parts = {module_name(path).split(".")[1] for path in MODULES if path.parent != PACKAGE}
+    assert {"cluster", "engine", "outputs", "tools"} <= parts, parts
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: module_name(path))
+def test_imports_point_only_downwards(path):
+    name = module_name(path)
+    rules = [forbidden for part, forbidden in FORBIDDEN.items() if inside(name, part)]
+    broken = sorted(
+        f"{name} imports {target}"
+        for target in imported(path)
+        for forbidden in rules
+        for prefix in forbidden
+        if inside(target, prefix)
+    )
+    assert not broken, broken
+
+
+def tf_free_modules() -> list[str]:
+    subpackages = [
+        module_name(p) for p in MODULES if p.name == "__init__.py" and p.parent != PACKAGE
+    ]
+    cluster = [
+        module_name(p) for p in (PACKAGE / "cluster").glob("*.py") if p.name != "__init__.py"
+    ]
+    return ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", *subpackages, *cluster]
+
+
+def test_the_tf_free_parts_import_without_tensorflow():
+    modules = tf_free_modules()
+    assert {"tf_mgpu.cluster.tf_config", "tf_mgpu.tools.bench"} <= set(modules), modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m == 'tensorflow' or m.startswith('tensorflow.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", f"TensorFlow loaded: {done.stdout[:500]}"

@@ -1,0 +1,1 @@
+"""The training engine. May import config, errors, cluster, TF; not outputs, tools or commands."""

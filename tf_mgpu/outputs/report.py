@@ -1,0 +1,193 @@
+"""What a run prints, and the files its chief leaves in --model_dir."""
+
+import hashlib
+import json
+import os
+import platform
+import resource
+import shutil
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu.cluster import preflight
+from tf_mgpu.config import Config
+from tf_mgpu.engine import checkpoint, strategies
+from tf_mgpu.outputs import export, tensorboard
+
+SUMMARY = "summary.json"
+METRICS = "metrics.jsonl"
+FLAGS = "flags.txt"
+WEIGHTS = "model.weights.h5"
+
+
+def start_line(
+    strategy: tf.distribute.Strategy, task: str, config: Config, global_batch: int
+) -> str:
+    replicas = strategy.num_replicas_in_sync
+    devices = ",".join(strategies.devices_of(strategy))
+    accumulation = (
+        f" x {config.accumulation_steps} accumulation steps"
+        if config.accumulation_steps > 1
+        else ""
+    )
+    return (
+        f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
+        f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
+        f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop}"
+    )
+
+
+def epoch_line(record: dict, epochs: int) -> str:
+    width = len(str(epochs))
+    return (
+        f"epoch {record['epoch']:{width}d}/{epochs}"
+        f"  train_loss {record['train_loss']:.4f}  train_acc {record['train_accuracy']:.4f}"
+        f"  test_loss {record['test_loss']:.4f}  test_acc {record['test_accuracy']:.4f}"
+        f"  {record['examples_per_second']:,.0f} ex/s  {record['seconds']:.1f} s"
+    )
+
+
+def final_line(summary: dict) -> str:
+    return (
+        f"tf_mgpu done: test_acc {summary['test_accuracy']:.4f}"
+        f"  test_loss {summary['test_loss']:.4f}"
+        f"  {summary['examples_per_second']:,.0f} ex/s over {summary['train_seconds']:.1f} s"
+        f"  peak host memory {summary['peak_host_memory_mib']:,.0f} MiB"
+    )
+
+
+def weights_line(digest: str, workers: int = 1) -> str:
+    """The chief's last line: equal digests mean bit-identical weights."""
+    where = f" (identical on all {workers} workers)" if workers > 1 else ""
+    return f"tf_mgpu weights: sha256={digest}{where}"
+
+
+def weights_digest(model: keras.Model) -> str:
+    digest = hashlib.sha256()
+    for weight in model.weights:
+        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
+    return digest.hexdigest()
+
+
+def versions() -> dict:
+    """What a rerun needs to match: Python and the libraries that compute."""
+    import tensorflow_datasets as tfds  # already loaded by tf_mgpu.data
+
+    return {
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "tensorflow_datasets": tfds.__version__,
+        "numpy": np.__version__,
+    }
+
+
+def memory_use() -> dict:
+    """Peak memory of this process, and of each GPU where TensorFlow reports it."""
+    usage = {"peak_host_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        usage["peak_gpu_memory_mib"] = {
+            gpu.name: tf.config.experimental.get_memory_info(gpu.name)["peak"] / 2**20
+            for gpu in gpus
+        }
+    return usage
+
+
+def dropped_line(dropped: int, examples: int, global_batch: int) -> str:
+    """The warning for a global batch that leaves much of each epoch unused."""
+    return (
+        f"tf_mgpu: warning: a global batch of {global_batch} leaves {dropped:,} of the "
+        f"{examples:,} training examples ({dropped / examples:.0%}) out of every epoch "
+        f"(each epoch drops its last partial batch); lower --batch_size to use them"
+    )
+
+
+class Outputs:
+    """The chief's files in `model_dir`; built with `model_dir=None` it writes nothing.
+
+    `flags.txt` is written when training starts, `metrics.jsonl` gains a line
+    per epoch, and `model.weights.h5` and `summary.json` are written at the end.
+    Each file is written whole under another name and renamed into place, so
+    none is ever half-written. A resumed run keeps the epochs its checkpoint
+    holds and drops any later line, so no epoch appears twice or is missing.
+    Every value is strict JSON (no NaN).
+    """
+
+    def __init__(self, model_dir: str | None):
+        self.model_dir = model_dir
+
+    def check(self) -> None:
+        """Creates `model_dir` and checks it is writable, before any work starts."""
+        preflight.model_dir(self.model_dir)
+
+    def has_outputs(self) -> bool:
+        return self.model_dir is not None and any(
+            os.path.exists(self._path(name))
+            for name in (SUMMARY, METRICS, WEIGHTS, export.KERAS, export.SAVED_MODEL)
+        )
+
+    def clean(self) -> None:
+        """Deletes this program's files (and only those) from `model_dir`: `--clean`."""
+        if self.model_dir is None:
+            return
+        shutil.rmtree(self._path(checkpoint.DIRECTORY), ignore_errors=True)
+        shutil.rmtree(self._path(tensorboard.DIRECTORY), ignore_errors=True)
+        export.remove(self.model_dir)
+        for name in (SUMMARY, METRICS, FLAGS, WEIGHTS):
+            for path in (self._path(name), self._path(name) + ".partial"):
+                if os.path.exists(path):
+                    os.remove(path)
+
+    def begin(self, flagfile: str | None) -> None:
+        """Starts a new run's metrics log and records the flags that replay it."""
+        if self.model_dir is None:
+            return
+        _write(self._path(METRICS), "")
+        if flagfile is not None:
+            _write(self._path(FLAGS), flagfile)
+
+    def resume(self, epochs_done: int, flagfile: str | None) -> list[dict]:
+        """Keeps the metrics of the first `epochs_done` epochs and returns them."""
+        if self.model_dir is None:
+            return []
+        kept = []
+        if os.path.exists(self._path(METRICS)):
+            with open(self._path(METRICS)) as log:
+                records = [json.loads(line) for line in log if line.strip()]
+            kept = [r for r in records if r["epoch"] <= epochs_done]
+        _write(self._path(METRICS), "".join(_json_line(r) for r in kept))
+        if flagfile is not None:
+            _write(self._path(FLAGS), flagfile)
+        return kept
+
+    def epoch(self, record: dict) -> None:
+        if self.model_dir is not None:
+            with open(self._path(METRICS), "a") as log:
+                log.write(_json_line(record))
+
+    def finish(self, summary: dict, model: keras.Model) -> None:
+        """Writes the weights and the summary, each renamed into place when complete."""
+        if self.model_dir is None:
+            return
+        # Keras insists that a weights file's name ends in .weights.h5.
+        partial_weights = self._path("partial." + WEIGHTS)
+        model.save_weights(partial_weights)
+        os.replace(partial_weights, self._path(WEIGHTS))
+        _write(self._path(SUMMARY), json.dumps(summary, indent=2, allow_nan=False) + "\n")
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.model_dir, name)
+
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, allow_nan=False) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        f.write(text)
+    os.replace(partial, path)

@@ -1,0 +1,1 @@
+"""The benchmark behind `python -m tf_mgpu.bench`; imported only by that command."""

@@ -1,0 +1,1 @@
+"""The scaling sweep behind `python -m tf_mgpu.sweep`; imported only by that command."""
