@@ -20,8 +20,8 @@ import tensorflow as tf
 from matplotlib import image
 from PIL import Image
 
-from tf_mgpu import data
 from tf_mgpu.cluster import local
+from tf_mgpu.engine.data import Data
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NUM_CPU_DEVICES = 4
@@ -33,12 +33,9 @@ def mnist_manual_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("TF_MGPU_MNIST_DIR", default))
 
 
-def subset(mnist: data.Mnist, train: int, test: int) -> data.Mnist:
+def subset(mnist: Data, train: int, test: int) -> Data:
     """The first `train` and `test` examples of each split."""
-    return data.Mnist(
-        train=data.Split(mnist.train.images[:train], mnist.train.labels[:train]),
-        test=data.Split(mnist.test.images[:test], mnist.test.labels[:test]),
-    )
+    return Data(train=mnist.train.take(slice(0, train)), test=mnist.test.take(slice(0, test)))
 
 
 def cpu_strategy(replicas: int) -> tf.distribute.Strategy:

@@ -8,7 +8,7 @@ import pytest
 
 from tests import support
 from tests.support import cpu_strategy, subset
-from tf_mgpu.outputs import export
+from tf_mgpu.tasks.mnist import serving as export
 
 LINE = re.compile(
     r"^tf_mgpu evaluate: test_loss (\S+)  test_acc (\S+)  examples (\S+)  model=(\S+)"
@@ -24,7 +24,7 @@ def model_dir(exported_model_dir) -> str:
 
 def expected(model_dir: str, images: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """Loss and accuracy computed directly: one batch, one device, the sums in NumPy."""
-    floats = images.astype(np.float32) / 255  # as the command feeds them (tf_mgpu.data.scale)
+    floats = images.astype(np.float32) / 255  # as the command feeds them (mnist_mlp.preprocess)
     probabilities = export.load(model_dir)(floats).numpy().astype(np.float64)
     chosen = probabilities[np.arange(len(labels)), labels]
     loss = -np.log(np.clip(chosen, export.MIN_PROBABILITY, 1.0)).mean()
@@ -61,7 +61,7 @@ def test_the_command_reports_what_the_model_scores_directly(
     found = LINE.findall(finished.stdout)
     assert len(found) == 1, finished.tail()
     loss, accuracy, examples, read, replicas_used = found[0]
-    want_loss, want_accuracy = expected(model_dir, mnist.test.images, mnist.test.labels)
+    want_loss, want_accuracy = expected(model_dir, mnist.test.x, mnist.test.y)
     # Printed to 4 decimals: exact for an accuracy over 10,000 examples.
     assert float(accuracy) == pytest.approx(want_accuracy, abs=1e-9), finished.stdout
     assert float(loss) == pytest.approx(want_loss, abs=5.1e-5), finished.stdout
@@ -79,7 +79,7 @@ def test_every_example_counts_once_on_four_replicas(mnist, model_dir, form):
         classifier = export.load(f"{model_dir}/{form}")
     split = subset(mnist, 0, 1000).test
     result = export.evaluate(classifier, strategy, split, batch_size=48)
-    want_loss, want_accuracy = expected(model_dir, split.images, split.labels)
+    want_loss, want_accuracy = expected(model_dir, split.x, split.y)
     assert result["test_examples"] == 1000, result
     assert result["test_accuracy"] == pytest.approx(want_accuracy, abs=1e-9), result
     assert result["test_loss"] == pytest.approx(want_loss, abs=1e-6), result

@@ -13,9 +13,11 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import data, errors, main, model, train
+from tf_mgpu import errors, main, training
 from tf_mgpu.cluster import local
 from tf_mgpu.config import Config
+from tf_mgpu.tasks import mnist_mlp
+from tf_mgpu.tasks.mnist import data, preflight
 
 PRESETS = sorted((support.ROOT / "flags").glob("*.cfg"))
 
@@ -236,9 +238,9 @@ def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:
     path.mkdir()
     if kind == "empty":
         return path
-    for name in data.MANUAL_FILES:
+    for name in preflight.MANUAL_FILES:
         shutil.copy(support.mnist_manual_dir() / name, path / name)
-    target = path / data.MANUAL_FILES[0]
+    target = path / preflight.MANUAL_FILES[0]
     if kind == "truncated":
         target.write_bytes(target.read_bytes()[:1000])
     else:
@@ -356,9 +358,9 @@ def test_two_workers_train_one_model_equal_to_one_device(tmp_path, mnist_data_di
 
     # One device at the same global batch, same seed, same data: the same weights.
     config = Config(batch_size=64, epochs=2, learning_rate=0.1, seed=5)
-    datasets = data.load_mnist(mnist_data_dir, None, "train[:4096]", "test[:1000]")
-    one = train.run(config, strategy=support.cpu_strategy(1), datasets=datasets).state.model
-    cluster = model.build_model()
+    datasets = data.load(mnist_data_dir, None, "train[:4096]", "test[:1000]")
+    one = training.run(config, strategy=support.cpu_strategy(1), datasets=datasets).state.model
+    cluster = mnist_mlp.build_model()
     cluster.load_weights(model_dir(tmp_path, "worker:0") / "model.weights.h5")
     for a, b in zip(cluster.weights, one.weights, strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, rtol=0, err_msg=b.path)

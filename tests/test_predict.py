@@ -9,7 +9,7 @@ from PIL import Image
 
 from tests import support
 from tests.support import on_paper
-from tf_mgpu.outputs import export
+from tf_mgpu.tasks.mnist import serving as export
 
 LINE = re.compile(r"^(\S+): (\d) \(p=([0-9.]+)\)$", re.M)
 
@@ -27,8 +27,8 @@ def run_predict(args: list[str], log_dir, timeout: float = 90) -> support.Finish
 
 def confident_examples(model_dir: str, mnist) -> dict[int, int]:
     """Digit -> the first test example of it the model names right with p > 0.98."""
-    labels = mnist.test.labels
-    probabilities = export.load(model_dir)(mnist.test.images).numpy()
+    labels = mnist.test.y
+    probabilities = export.load(model_dir)(mnist.test.x).numpy()
     chosen = {}
     for index in np.flatnonzero(probabilities.max(axis=1) > 0.98):
         digit = int(labels[index])
@@ -43,14 +43,14 @@ def test_png_files_of_real_test_digits_get_their_labels(mnist, model_dir, tmp_pa
     chosen = confident_examples(model_dir, mnist)
     expected = {}  # file name -> its digit
     for digit, index in chosen.items():
-        Image.fromarray(mnist.test.images[index], "L").save(tmp_path / f"mnist_{digit}.png")
+        Image.fromarray(mnist.test.x[index], "L").save(tmp_path / f"mnist_{digit}.png")
         expected[f"mnist_{digit}.png"] = digit
     # Converted on reading: navy ink on white paper at 56x56; a 3 on a transparent 84x84.
     navy = tmp_path / "navy_on_paper_56.png"
-    on_paper(mnist.test.images[chosen[7]], ink=(20, 30, 110), scale=2).save(navy)
+    on_paper(mnist.test.x[chosen[7]], ink=(20, 30, 110), scale=2).save(navy)
     transparent = tmp_path / "transparent_84.png"
     rgba = np.zeros((84, 84, 4), np.uint8)
-    rgba[..., 3] = np.kron(mnist.test.images[chosen[3]], np.ones((3, 3), np.uint8))
+    rgba[..., 3] = np.kron(mnist.test.x[chosen[3]], np.ones((3, 3), np.uint8))
     Image.fromarray(rgba, "RGBA").save(transparent)
     expected.update({navy.name: 7, transparent.name: 3})
 
@@ -62,7 +62,7 @@ def test_png_files_of_real_test_digits_get_their_labels(mnist, model_dir, tmp_pa
     assert list(found) == list(expected), finished.stdout  # one line per image, in order
     for name, digit in expected.items():
         assert found[name][0] == digit, (name, finished.stdout)
-    probabilities = export.load(model_dir)(mnist.test.images[list(chosen.values())]).numpy()
+    probabilities = export.load(model_dir)(mnist.test.x[list(chosen.values())]).numpy()
     for (digit, index), p in zip(chosen.items(), probabilities, strict=True):
         assert found[f"mnist_{digit}.png"][1] == pytest.approx(p[digit], abs=5e-4), index
 
@@ -82,7 +82,7 @@ def test_bad_images_fail_in_one_line_before_the_model_loads(mnist, tmp_path, arg
         "missing": tmp_path / "missing.png",
         "not_image": tmp_path / "notes.png",
     }
-    Image.fromarray(mnist.test.images[0], "L").save(paths["image"])
+    Image.fromarray(mnist.test.x[0], "L").save(paths["image"])
     paths["not_image"].write_text("not an image")
     finished = run_predict(
         ["--model=/no/model/needed/yet", *(arg.format(**paths) for arg in args)], tmp_path
@@ -92,6 +92,6 @@ def test_bad_images_fail_in_one_line_before_the_model_loads(mnist, tmp_path, arg
 
 def test_a_model_path_that_does_not_exist_is_one_line_and_exit_3(mnist, tmp_path):
     image = tmp_path / "digit.png"
-    Image.fromarray(mnist.test.images[0], "L").save(image)
+    Image.fromarray(mnist.test.x[0], "L").save(image)
     finished = run_predict([f"--model={tmp_path}/nothing", str(image)], tmp_path)
     support.assert_one_line_exit(finished, 3, f"--model={tmp_path}/nothing does not exist")

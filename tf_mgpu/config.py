@@ -4,9 +4,7 @@ import dataclasses
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
 INPUTS = ("resident", "stream")
-DTYPES = ("float32", "mixed_bfloat16")
-# --scale_lr scales --learning_rate by global batch / this: the seed recipe's batch.
-REFERENCE_BATCH = 64
+DTYPES = ("float32", "mixed_bfloat16", "float64")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -14,15 +12,16 @@ class Config:
     """Hyperparameters and paths of one training run.
 
     Values that depend on the runtime (replica count, global batch, steps per
-    epoch) are not stored here: `tf_mgpu.train.run` derives them once the
+    epoch) are not stored here: `tf_mgpu.training.run` derives them once the
     strategy exists.
     """
 
+    task: str = "mnist_mlp"  # a built-in name, a .py file, pkg.module or pkg.module:attr
     strategy: str = "mirrored"
     # Per replica and micro-batch; global batch = batch_size * replicas * accumulation_steps.
     batch_size: int = 64
     epochs: int = 10
-    learning_rate: float = 0.01
+    learning_rate: float | None = None  # None: the compiled optimizer's rate
     seed: int = 0
     data_dir: str | None = None  # None: TFDS's default data dir
     manual_dir: str | None = None  # folder holding the four MNIST .gz files
@@ -42,9 +41,9 @@ class Config:
     steps_per_loop: int = 500  # training steps per compiled call
     jit_compile: bool = True  # XLA where the strategy allows it
     input: str = "resident"  # or "stream": tf.data pipelines
-    dtype: str = "float32"  # or "mixed_bfloat16"
+    dtype: str = "float32"  # or "mixed_bfloat16", or "float64" (exact comparisons)
     # Batch and memory.
     accumulation_steps: int = 1  # micro-batches per optimizer step
-    scale_lr: bool = False  # linear scaling rule: lr x global batch / REFERENCE_BATCH
+    scale_lr: bool = False  # linear scaling rule: lr x global batch / the task's reference batch
     warmup_epochs: float = 0.0  # with scale_lr: ramp from learning_rate to the scaled rate
     memory_growth: bool = True  # GPUs take memory as needed instead of all at start

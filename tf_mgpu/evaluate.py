@@ -1,4 +1,4 @@
-"""Reports the loss and accuracy of an exported model on MNIST's test split.
+"""Reports the loss and metrics of an exported model on its task's test split.
 
   python -m tf_mgpu.evaluate --model=/tmp/tf_mgpu                 # a training run's --model_dir
   python -m tf_mgpu.evaluate --model=/tmp/tf_mgpu/saved_model --num_cpu_devices=2
@@ -18,9 +18,15 @@ one line and the exit codes of tf_mgpu.main (see tf_mgpu/errors.py).
 
 from absl import app, flags
 
-from tf_mgpu import cli
-from tf_mgpu.config import STRATEGIES
+from tf_mgpu import cli, tasks
+from tf_mgpu.config import STRATEGIES, Config
 
+_TASK = flags.DEFINE_string(
+    "task",
+    tasks.DEFAULT,
+    "The task the model was trained on, as main's --task: its load_data() gives the test "
+    "split, and its compiled loss and metrics are measured.",
+)
 _MODEL = flags.DEFINE_string(
     "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
 )
@@ -62,31 +68,71 @@ _TEST_SPLIT = flags.DEFINE_string(
 
 def evaluate() -> str:
     """Evaluates --model as the flags say; returns the line to print, or '' off the chief."""
+    tasks.check(_TASK.value)
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
-    from tf_mgpu import data
-    from tf_mgpu.cluster import tf_config
+    from tf_mgpu.cluster import preflight, tf_config
     from tf_mgpu.engine import devices, strategies
-    from tf_mgpu.outputs import export
+    from tf_mgpu.outputs import report
+    from tf_mgpu.tasks import adapter
 
-    task = tf_config.task_from_env()
+    node = tf_config.task_from_env()
     # Inputs are checked before joining a cluster, where peers would wait for us.
-    strategies.resolve(_STRATEGY.value, task, _NUM_CPU_DEVICES.value)
-    model = export.locate(_MODEL.value)
-    data.check_manual_dir(_MANUAL_DIR.value)
+    preflight.strategy(_STRATEGY.value, node, _NUM_CPU_DEVICES.value)
+    work = adapter.load(_TASK.value)
+    model = _locate(work)
     devices.grow_gpu_memory(True)
     devices.split_cpu(_NUM_CPU_DEVICES.value)
-    strategy = strategies.create(_STRATEGY.value, task)
-    # The trainer's loader reads both splits; one training example is all it needs here.
-    mnist = data.load_mnist(_DATA_DIR.value, _MANUAL_DIR.value, "train[:1]", _TEST_SPLIT.value)
-    with strategy.scope():
-        classifier = export.load(model)
-    result = export.evaluate(classifier, strategy, mnist.test, _BATCH_SIZE.value)
-    if not task.is_chief:
+    strategy = strategies.create(_STRATEGY.value, node)
+    # A task's loader reads both splits; one training example is all MNIST needs here.
+    config = Config(
+        task=_TASK.value,
+        data_dir=_DATA_DIR.value,
+        manual_dir=_MANUAL_DIR.value,
+        train_split="train[:1]",
+        test_split=_TEST_SPLIT.value,
+    )
+    test = work.load_data(config).test
+    result = _measure(work, model, strategy, test)
+    if not node.is_chief:
         return ""
     return (
-        f"tf_mgpu evaluate: test_loss {result['test_loss']:.4f}"
-        f"  test_acc {result['test_accuracy']:.4f}  examples {result['test_examples']:,}"
+        f"tf_mgpu evaluate: {report.values(result, 'test', loss_first=True)}"
+        f"  examples {result['test_examples']:,}"
         f"  model={model}  replicas={strategy.num_replicas_in_sync}"
+    )
+
+
+def _locate(work) -> str:
+    if work.export is not None:  # the MNIST tasks' uint8 export
+        from tf_mgpu.tasks.mnist import serving
+
+        return serving.locate(_MODEL.value)
+    from tf_mgpu.outputs import export
+
+    return export.locate(_MODEL.value)
+
+
+def _measure(work, model: str, strategy, test) -> dict:
+    """Loss and metrics of the exported `model` over `test`, as training measured them."""
+    if work.export is not None:
+        from tf_mgpu.tasks.mnist import serving
+
+        with strategy.scope():
+            classifier = serving.load(model)
+        return serving.evaluate(classifier, strategy, test, _BATCH_SIZE.value)
+    from tf_mgpu.engine import evaluation, objective
+    from tf_mgpu.outputs import export
+
+    with strategy.scope():
+        net = export.load(model)
+    found = objective.from_compiled(net, test.y.shape[1:], f"--model={model}")
+    return evaluation.evaluate(
+        strategy,
+        lambda x: net(x, training=False),
+        found,
+        test,
+        _BATCH_SIZE.value,
+        preprocess=work.preprocess,
     )
 
 

@@ -11,7 +11,7 @@ Exit codes: see tf_mgpu/errors.py and README.md.
 """
 
 # This is the only module that reads flags: it turns them into one
-# `tf_mgpu.config.Config` and hands that to `tf_mgpu.train.run`.
+# `tf_mgpu.config.Config` and hands that to `tf_mgpu.training.run`.
 
 import functools
 import math
@@ -20,11 +20,19 @@ import sys
 
 from absl import app, flags
 
-from tf_mgpu import cli
+from tf_mgpu import cli, tasks
 from tf_mgpu.cluster import preflight, slurm, supervisor, tf_config
-from tf_mgpu.config import DTYPES, INPUTS, REFERENCE_BATCH, STRATEGIES, Config
+from tf_mgpu.config import DTYPES, INPUTS, STRATEGIES, Config
 from tf_mgpu.engine import stopping
+from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 
+_TASK = flags.DEFINE_string(
+    "task",
+    tasks.DEFAULT,
+    f"What to train: a built-in task ({', '.join(tasks.BUILTIN)}), a path to a .py file, "
+    f"a module (pkg.module) or pkg.module:attr. A task defines build_model(), returning a "
+    f"compiled Keras model, and load_data(); see README.md, 'Train your own model'.",
+)
 _STRATEGY = flags.DEFINE_enum(
     "strategy",
     "mirrored",
@@ -43,8 +51,9 @@ _BATCH_SIZE = flags.DEFINE_integer(
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training split.", lower_bound=1)
 _LEARNING_RATE = flags.DEFINE_float(
     "learning_rate",
-    0.01,
-    "SGD learning rate, applied to the gradient of the mean loss over the global batch.",
+    None,
+    "Replaces the compiled optimizer's learning rate (mnist_mlp: SGD at 0.01), applied to "
+    "the gradient of the mean loss over the global batch. Default: the compiled rate.",
 )
 _SEED = flags.DEFINE_integer(
     "seed", 0, "Seeds the initial weights and every epoch's data order.", lower_bound=0
@@ -166,8 +175,9 @@ _ACCUMULATION_STEPS = flags.DEFINE_integer(
 _SCALE_LR = flags.DEFINE_boolean(
     "scale_lr",
     False,
-    f"Linear scaling rule (Goyal et al. 2017): train at --learning_rate x global batch / "
-    f"{REFERENCE_BATCH} (the seed recipe's batch), after --warmup_epochs of linear warmup.",
+    "Linear scaling rule (Goyal et al. 2017): train at the learning rate x global batch / "
+    "the task's reference batch (mnist_mlp: 64, the seed recipe's; otherwise --batch_size), "
+    "after --warmup_epochs of linear warmup.",
 )
 _WARMUP_EPOCHS = flags.DEFINE_float(
     "warmup_epochs",
@@ -183,13 +193,14 @@ _MEMORY_GROWTH = flags.DEFINE_boolean(
 )
 flags.register_validator(
     "learning_rate",
-    lambda rate: math.isfinite(rate) and rate > 0,
+    lambda rate: rate is None or (math.isfinite(rate) and rate > 0),
     message="--learning_rate must be a positive finite number",
 )
 for _name in ("startup_timeout", "peer_timeout", "warmup_epochs"):
     flags.register_validator(_name, math.isfinite, message=f"--{_name} must be a finite number")
 
 _ALL_FLAGS = (
+    _TASK,
     _STRATEGY,
     _BATCH_SIZE,
     _EPOCHS,
@@ -223,6 +234,15 @@ def config_from_flags() -> Config:
 
 
 _PATH_FLAGS = {holder.name for holder in (_DATA_DIR, _MANUAL_DIR, _MODEL_DIR)}
+
+
+def _replayable(holder, value):
+    """A path flag made absolute, so flags.txt replays from any directory; a task file too."""
+    if holder.name in _PATH_FLAGS or (holder is _TASK and tasks.is_file(value)):
+        return os.path.abspath(value)
+    return value
+
+
 # Not part of the training recipe, but part of how the job ran.
 _JOB_FLAGS = (_CLUSTER_RESOLVER, _SLURM_PORT_BASE)
 
@@ -235,8 +255,7 @@ def flagfile_text() -> str:
         # --clean is an action on this run, not its recipe: replaying flags.txt to
         # resume must not delete the checkpoints it resumes from.
         if value is not None and holder is not _CLEAN:
-            if holder.name in _PATH_FLAGS:
-                value = os.path.abspath(value)
+            value = _replayable(holder, value)
             lines.append(f"--{holder.name}={value}")
     return "\n".join(lines) + "\n"
 
@@ -256,9 +275,11 @@ def _run(config: Config) -> None:
     task = tf_config.task_from_env()
     # Before TensorFlow loads (6 s): a typo costs under a second.
     preflight.strategy(config.strategy, task, config.num_cpu_devices)
-    preflight.data(config.data_dir, config.manual_dir)
     if task.is_chief:
         preflight.model_dir(config.model_dir)
+    tasks.check(config.task)
+    if tasks.uses_mnist(config.task):  # last: offline, it may wait 5 s for the network
+        mnist_preflight.data(config.data_dir, config.manual_dir)
     if task.num_workers > 1 and not supervisor.is_child():
         code = supervisor.supervise(
             sys.argv,
@@ -272,9 +293,9 @@ def _run(config: Config) -> None:
     stop = stopping.Stop()
     stop.install()
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
-    from tf_mgpu import train
+    from tf_mgpu import training
 
-    train.run(config, flagfile=flagfile_text(), stop=stop)
+    training.run(config, flagfile=flagfile_text(), stop=stop)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ import sys
 import numpy as np
 from absl import app, flags
 
-from tf_mgpu import cli, errors, images
+from tf_mgpu import cli, errors
+from tf_mgpu.tasks.mnist import images
 
 _MODEL = flags.DEFINE_string(
     "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
@@ -34,9 +35,9 @@ def predict(paths: list[str]) -> list[str]:
     """One line per image: its path, the most probable digit and its probability."""
     pixels = np.stack([images.read(path) for path in paths])
     # TensorFlow loads here, once every image has been read.
-    from tf_mgpu.outputs import export
+    from tf_mgpu.tasks.mnist import serving
 
-    probabilities = export.load(_MODEL.value)(pixels).numpy()
+    probabilities = serving.load(_MODEL.value)(pixels).numpy()
     return [
         f"{path}: {digit} (p={p[digit]:.3f})"
         for path, p, digit in zip(paths, probabilities, probabilities.argmax(axis=1), strict=True)

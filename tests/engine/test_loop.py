@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from tests.support import cpu_strategy, subset
-from tf_mgpu import train
+from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.engine import loop, strategies
 
 SMALL = Config(batch_size=16, epochs=2, learning_rate=0.1, seed=3)
 
 
-def weights(result: train.Result) -> list[np.ndarray]:
+def weights(result: training.Result) -> list[np.ndarray]:
     return [np.array(w.numpy()) for w in result.state.model.weights]
 
 
@@ -34,7 +34,7 @@ def test_xla_compiles_the_whole_call_only_for_one_replica_in_one_process(
 
 def test_resident_copies_live_on_each_replicas_device(mnist):
     strategy = cpu_strategy(2)
-    copies = loop._on_each_replica(strategy, subset(mnist, 64, 1).train.images)
+    copies = loop._on_each_replica(strategy, subset(mnist, 64, 1).train.x)
     placed = [value.device for value in copies.values]
     assert placed == strategies.devices_of(strategy), placed
 
@@ -46,7 +46,7 @@ def test_steps_per_call_do_not_change_a_single_bit(mnist, replicas):
     datasets = subset(mnist, 1000, 200)
     config = dataclasses.replace(SMALL, batch_size=32 // replicas)
     results = [
-        train.run(
+        training.run(
             dataclasses.replace(config, steps_per_loop=k),
             strategy=cpu_strategy(replicas),
             datasets=datasets,
@@ -67,8 +67,8 @@ def test_steps_per_call_do_not_change_a_single_bit(mnist, replicas):
 def test_streamed_input_trains_like_resident_input(mnist, replicas):
     datasets = subset(mnist, 1000, 200)
     config = dataclasses.replace(SMALL, batch_size=32 // replicas, jit_compile=False)
-    resident = train.run(config, strategy=cpu_strategy(replicas), datasets=datasets)
-    stream = train.run(
+    resident = training.run(config, strategy=cpu_strategy(replicas), datasets=datasets)
+    stream = training.run(
         dataclasses.replace(config, input="stream"),
         strategy=cpu_strategy(replicas),
         datasets=datasets,
@@ -82,8 +82,8 @@ def test_streamed_input_trains_like_resident_input(mnist, replicas):
 def test_xla_and_plain_loops_agree_within_rounding(mnist):
     datasets = subset(mnist, 1000, 200)
     config = dataclasses.replace(SMALL, batch_size=32)
-    fast = train.run(config, strategy=cpu_strategy(1), datasets=datasets)
-    plain = train.run(
+    fast = training.run(config, strategy=cpu_strategy(1), datasets=datasets)
+    plain = training.run(
         dataclasses.replace(config, jit_compile=False), strategy=cpu_strategy(1), datasets=datasets
     )
     assert (fast.summary["xla"], plain.summary["xla"]) == ("loop", "none")

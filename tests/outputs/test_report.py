@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from tf_mgpu import model
 from tf_mgpu.engine import checkpoint
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import report
+from tf_mgpu.tasks import mnist_mlp
 
 RECORD = {
     "epoch": 3,
@@ -41,7 +41,7 @@ def test_outputs_without_model_dir_write_nothing(tmp_path, monkeypatch):
     outputs = report.Outputs(None)
     outputs.begin("--epochs=1\n")
     outputs.epoch(RECORD)
-    outputs.finish({"test_accuracy": 1.0}, model.build_model())
+    outputs.finish({"test_accuracy": 1.0}, mnist_mlp.build_model())
     assert list(tmp_path.iterdir()) == []
 
 
@@ -51,7 +51,7 @@ def test_outputs_of_a_run_land_whole_and_leave_no_partial_files(tmp_path):
     outputs.begin("--epochs=2\n")
     outputs.epoch(RECORD)
     outputs.epoch({**RECORD, "epoch": 4})
-    outputs.finish({"test_accuracy": 0.95}, model.build_model())
+    outputs.finish({"test_accuracy": 0.95}, mnist_mlp.build_model())
     logged = [json.loads(line) for line in (tmp_path / report.METRICS).read_text().splitlines()]
     assert [r["epoch"] for r in logged] == [3, 4]
     assert (tmp_path / report.FLAGS).read_text() == "--epochs=2\n"
@@ -105,7 +105,7 @@ def test_a_model_dir_that_cannot_be_created_is_a_user_error(tmp_path):
 
 
 def test_weights_digest_sees_a_one_ulp_change():
-    net = model.build_model()
+    net = mnist_mlp.build_model()
     before = report.weights_digest(net)
     assert report.weights_digest(net) == before
     kernel = net.weights[0]

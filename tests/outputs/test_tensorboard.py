@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.support import cpu_strategy, fresh_collective_keys, subset
-from tf_mgpu import train
+from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.engine import checkpoint
 from tf_mgpu.outputs import tensorboard
@@ -49,10 +49,10 @@ def plugins(directory: str) -> set[str]:
     return {v.metadata.plugin_data.plugin_name for e in events(directory) for v in e.summary.value}
 
 
-def train_into(model_dir, mnist, epochs: int = 2) -> train.Result:
+def train_into(model_dir, mnist, epochs: int = 2) -> training.Result:
     fresh_collective_keys()
     config = dataclasses.replace(RUN, epochs=epochs, model_dir=str(model_dir))
-    return train.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 500))
+    return training.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 500))
 
 
 def test_a_run_logs_epoch_metrics_training_curve_and_hparams(tmp_path, mnist):
@@ -138,6 +138,6 @@ def test_interval_means_span_epochs_and_a_resumed_epoch():
 def test_the_training_curve_also_gets_a_point_at_each_epoch_end(tmp_path, mnist):
     fresh_collective_keys()
     config = dataclasses.replace(RUN, log_steps=24, model_dir=str(tmp_path))
-    train.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 500))
+    training.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 500))
     curve = scalars(str(tmp_path / tensorboard.DIRECTORY / "train"))
     assert [s for s, _ in curve["loss"]] == [24, 32, 56, 64]

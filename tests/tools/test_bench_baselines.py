@@ -44,10 +44,10 @@ def test_idx_files_hold_the_same_examples_as_tfds(mnist):
     assert images.shape == (60_000, 28, 28), images.shape
     assert images.dtype == np.uint8, images.dtype
     # TFDS stores its own order: compare per-digit counts and sorted pixel sums.
-    np.testing.assert_array_equal(np.bincount(labels), np.bincount(mnist.train.labels))
+    np.testing.assert_array_equal(np.bincount(labels), np.bincount(mnist.train.y))
     np.testing.assert_array_equal(
         np.sort(images.reshape(len(images), -1).sum(axis=1)),
-        np.sort(mnist.train.images.reshape(len(images), -1).sum(axis=1)),
+        np.sort(mnist.train.x.reshape(len(images), -1).sum(axis=1)),
     )
 
 

@@ -3,7 +3,7 @@
 A checkpoint holds the model's weights, the optimizer's step count and slots,
 the finished-epoch counter and the running sums of the current epoch's
 training metrics. The epoch order is a pure function of (seed, epoch) (see
-`tf_mgpu.data`), so the step count and the epoch say which example comes
+`tf_mgpu.engine.data`), so the step count and the epoch say which example comes
 next: a resumed run trains on the same examples in the same order, and ends
 with the same weights bit for bit.
 

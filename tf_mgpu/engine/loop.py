@@ -2,10 +2,10 @@
 
 Two inputs, one per-replica step:
 - `resident` (the default): each split is held on every replica's device as
-  uint8 tensors (MNIST's training split is 47 MB), and each replica gathers
+  the task returned it (MNIST's uint8 training split is 47 MB), and each replica gathers
   its own share of the global batch from the epoch order. Nothing crosses
   from host to device per step, which is what a GPU wants.
-- `stream`: the `tf.data` pipelines of `tf_mgpu.data`, distributed with
+- `stream`: the `tf.data` pipelines of `tf_mgpu.engine.data`, distributed with
   `distribute_datasets_from_function`: the pattern to copy for data that
   does not fit in memory.
 
@@ -26,8 +26,7 @@ the same loop without XLA. On GPUs, each replica's step is compiled
 
 import tensorflow as tf
 
-from tf_mgpu import data
-from tf_mgpu.engine import strategies
+from tf_mgpu.engine import data, strategies
 
 
 def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: str) -> str:
@@ -42,21 +41,27 @@ def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: s
     return "none"
 
 
-def _on_each_replica(strategy: tf.distribute.Strategy, array) -> object:
-    """A copy of `array` on every local replica's device (a PerReplica value).
+def _on_each_replica(strategy: tf.distribute.Strategy, arrays) -> object:
+    """A copy of `arrays` (an array or a dict of arrays) on every local replica's device.
+
+    Returns PerReplica values, in the structure of `arrays`.
 
     `experimental_distribute_values_from_function` alone leaves every copy
     where the value was made (the host), so each copy is placed explicitly.
     """
-    host = tf.constant(array)
     local = strategies.devices_of(strategy)
 
-    def copy(context: tf.distribute.experimental.ValueContext) -> tf.Tensor:
-        # Replica ids count every worker's replicas; each worker holds `local`.
-        with tf.device(local[context.replica_id_in_sync_group % len(local)]):
-            return tf.identity(host)
+    def on_each(array) -> object:
+        host = tf.constant(array)
 
-    return strategy.experimental_distribute_values_from_function(copy)
+        def copy(context: tf.distribute.experimental.ValueContext) -> tf.Tensor:
+            # Replica ids count every worker's replicas; each worker holds `local`.
+            with tf.device(local[context.replica_id_in_sync_group % len(local)]):
+                return tf.identity(host)
+
+        return strategy.experimental_distribute_values_from_function(copy)
+
+    return tf.nest.map_structure(on_each, arrays)
 
 
 def _replica_rows(step: tf.Tensor, global_batch: int, per_replica: int) -> tf.Tensor:
@@ -103,19 +108,17 @@ class ResidentTrain:
         per_replica: int,
         seed: int,
         scope: str,
+        preprocess=data.identity,
     ):
         self._num_examples = len(split)
         self._used = data.steps_per_epoch(len(split), global_batch) * global_batch
         self._seed = seed
         self._order = (None, None)  # (epoch, its order): computed once per epoch
-        images, labels = (
-            _on_each_replica(strategy, split.images),
-            _on_each_replica(strategy, split.labels),
-        )
+        x, y = _on_each_replica(strategy, split.x), _on_each_replica(strategy, split.y)
 
-        def replica_fn(images, labels, order, step):
+        def replica_fn(x, y, order, step):
             rows = tf.gather(order, _replica_rows(step, global_batch, per_replica))
-            return replica_step(data.scale(tf.gather(images, rows)), tf.gather(labels, rows))
+            return replica_step(preprocess(data.gather(x, rows)), tf.gather(y, rows))
 
         run_replica = _compiled(replica_fn, scope)
 
@@ -123,7 +126,7 @@ class ResidentTrain:
         def steps(order, first, count):
             bad = tf.constant(-1, tf.int64)
             for k in tf.range(count):
-                finite = strategy.run(run_replica, args=(images, labels, order, first + k))
+                finite = strategy.run(run_replica, args=(x, y, order, first + k))
                 bad = _first_bad(strategy, finite, first + k, bad)
             return bad
 
@@ -179,18 +182,17 @@ class ResidentEval:
         *,
         global_batch: int,
         scope: str,
+        preprocess=data.identity,
     ):
         per_replica = global_batch // strategy.num_replicas_in_sync
         padded = data.pad_for_eval(split, global_batch)
-        self._count = len(padded[0]) // global_batch
-        arrays = tuple(_on_each_replica(strategy, array) for array in padded)
+        self._count = len(padded[2]) // global_batch
+        arrays = _on_each_replica(strategy, padded)
 
-        def replica_fn(images, labels, weights, step):
+        def replica_fn(x, y, weights, step):
             rows = _replica_rows(step, global_batch, per_replica)
             replica_step(
-                data.scale(tf.gather(images, rows)),
-                tf.gather(labels, rows),
-                tf.gather(weights, rows),
+                preprocess(data.gather(x, rows)), tf.gather(y, rows), tf.gather(weights, rows)
             )
 
         run_replica = _compiled(replica_fn, scope)

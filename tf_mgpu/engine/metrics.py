@@ -1,21 +1,27 @@
-"""Loss and accuracy summed on every replica, read as totals over the whole cluster."""
+"""The loss and the compiled metrics summed on every replica, read as totals over the cluster."""
+
+from collections.abc import Callable
 
 import tensorflow as tf
 
-_NAMES = ("loss", "correct", "count")
-
 
 class Sums:
-    """Running sums of per-example loss, correct predictions and examples.
+    """Running sums of the per-example loss, of each metric, and of the examples.
 
     Each replica adds to its own copy with no communication in the step; a
-    read sums the copies of every replica on every worker (SyncOnRead, SUM).
-    Create it inside `strategy.scope()`. `reset` touches only local copies;
-    under MultiWorkerMirroredStrategy `result` is collective, so every worker
-    must call it at the same point.
+    read sums the copies of every replica on every worker (SyncOnRead, SUM),
+    in float64, so a mean over any number of replicas is exact. Create it
+    inside `strategy.scope()`. `reset` touches only local copies; under
+    MultiWorkerMirroredStrategy `result` and `totals` are collective, so
+    every worker must call them at the same point.
+
+    `metrics` maps each metric's name to its per-example function (y, y_pred).
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, metrics: dict[str, Callable]):
+        self._metrics = dict(metrics)
+        # The order (loss, metrics..., count) is the checkpoint's: keep it.
+        keys = ("loss", *self._metrics, "count")
         self._sums = {
             key: tf.Variable(
                 0.0,
@@ -25,24 +31,24 @@ class Sums:
                 aggregation=tf.VariableAggregation.SUM,
                 name=f"{name}_{key}",
             )
-            for key in _NAMES
+            for key in keys
         }
 
     def update(
         self,
         per_example_loss: tf.Tensor,
-        logits: tf.Tensor,
-        labels: tf.Tensor,
+        y: tf.Tensor,
+        y_pred: tf.Tensor,
         weights: tf.Tensor | None = None,
     ) -> None:
         """Adds one replica's batch; examples of weight 0 (padding) count for nothing."""
         if weights is None:
-            weights = tf.ones_like(per_example_loss)
+            weights = tf.ones_like(per_example_loss, dtype=tf.float64)
         weights = tf.cast(weights, tf.float64)
-        correct = tf.cast(tf.argmax(logits, axis=-1) == tf.cast(labels, tf.int64), tf.float64)
-        loss = tf.cast(per_example_loss, tf.float64)
-        self._sums["loss"].assign_add(tf.reduce_sum(loss * weights))
-        self._sums["correct"].assign_add(tf.reduce_sum(correct * weights))
+        values = {"loss": per_example_loss}
+        values.update({name: fn(y, y_pred) for name, fn in self._metrics.items()})
+        for key, value in values.items():
+            self._sums[key].assign_add(tf.reduce_sum(tf.cast(value, tf.float64) * weights))
         self._sums["count"].assign_add(tf.reduce_sum(weights))
 
     def variables(self) -> list[tf.Variable]:
@@ -57,6 +63,12 @@ class Sums:
         return float(self._sums["loss"].numpy()), float(self._sums["count"].numpy())
 
     def result(self) -> dict[str, float]:
-        """Mean loss, accuracy and the number of examples, over every replica."""
-        loss, correct, count = (float(self._sums[key].numpy()) for key in _NAMES)
-        return {"loss": loss / count, "accuracy": correct / count, "examples": int(count)}
+        """The mean loss and mean of each metric, and the number of examples, over every replica."""
+        totals = {key: float(total.numpy()) for key, total in self._sums.items()}
+        count = totals.pop("count")
+        return {**{key: total / count for key, total in totals.items()}, "examples": int(count)}
+
+
+def prefixed(split: str, result: dict) -> dict:
+    """`result` keyed as the summary and metrics.jsonl name it: train_loss, test_accuracy, ..."""
+    return {f"{split}_{key}": value for key, value in result.items()}

@@ -1,68 +1,89 @@
-"""The trained model as files that outlive training, read back and measured.
+"""The trained model as files that outlive training: `model.keras` and a SavedModel.
 
-`save` writes both formats into a model dir at the end of training:
+  model.keras    the task's model, compiled as build_model() compiled it, with
+                 the trained weights: `keras.saving.load_model` reads it back
+                 (custom layers need their module importable, as in Keras).
+  saved_model/   `model.export`'s SavedModel, for TF Serving: `serve` takes
+                 what the model takes.
 
-  model.keras    a Keras model: uint8 pixels (N, 28, 28), 0 to 255 as MNIST stores
-                 them, in; class probabilities (N, 10) out. `keras.saving.load_model`
-                 loads it with no custom objects. Its layer 'classifier' takes float32
-                 pixels in [0, 1] instead (feeding floats to the model itself would
-                 cast them to uint8).
-  saved_model/   a SavedModel for TF Serving, with two signatures, each taking
-                 `images` and returning {'probabilities': (N, 10) float32}:
-                   serving_default (also 'serve'): uint8 (N, 28, 28)
-                   serve_float:                    float32 (N, 28, 28) in [0, 1]
-
-Both compute in float32 whatever dtype training used. `load` reads either
-one back as a `Classifier`; `evaluate` measures one on a split under any
-strategy.
+Both are float32 copies built outside any strategy, whatever dtype training
+used, so neither building nor saving involves a collective. Each is written
+under another name and renamed into place: a killed run never leaves half an
+export. A task may export otherwise (`export(model, model_dir)`, as the
+built-in MNIST tasks do).
 """
 
-import functools
 import os
 import shutil
 import zipfile
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
-from tf_mgpu import data
-from tf_mgpu.engine import loop, metrics
 from tf_mgpu.errors import UserError
 
 KERAS = "model.keras"
 SAVED_MODEL = "saved_model"
-CLASSIFIER = "classifier"  # the .keras model's layer that takes float pixels
-OUTPUT = "probabilities"  # the SavedModel signatures' output
-IMAGE_SHAPE = (28, 28)
-SIGNATURES = {"serving_default": tf.uint8, "serve_float": tf.float32}
-# A probability is clipped to this before its log: a confident mistake costs
-# at most -log(1e-7) = 16.1, not infinity (Keras's own clip, keras.config.epsilon()).
-MIN_PROBABILITY = 1e-7
-_HELP = f"pass the --model_dir of a finished run, its {KERAS}, or its {SAVED_MODEL}/"
 
 
 def save(model: keras.Model, model_dir: str) -> list[str]:
-    """Writes `model` into `model_dir` as `model.keras` and `saved_model/`; returns their paths.
+    """Writes a float32 copy of `model` into `model_dir`; returns the paths written.
 
-    `model` is the trained `tf_mgpu.model.build_model` network (float pixels
-    in, logits out), from any strategy and dtype policy. Call it outside any
-    strategy scope, on the chief only: it runs no collective (see
-    `inference_model`). Each output is written under another name and renamed
-    into place, so a killed run never leaves half an export; a previous
-    export is replaced. Raises OSError if the disk refuses.
+    Call it outside any strategy scope, on the chief only. Raises OSError if
+    the disk refuses.
     """
-    inference = inference_model(model)
-    keras_path = os.path.join(model_dir, KERAS)
+    exported = float32_copy(model)
+    write_keras(exported, model_dir)
+    write_dir(
+        os.path.join(model_dir, SAVED_MODEL), lambda folder: exported.export(folder, verbose=False)
+    )
+    return [os.path.join(model_dir, KERAS), os.path.join(model_dir, SAVED_MODEL)]
+
+
+def float32_copy(model: keras.Model) -> keras.Model:
+    """A copy of `model` with float32 layers, the trained weights, and the same compile.
+
+    Its variables are new and outside any strategy, so saving it reads no
+    mirrored or sync-on-read variable (reading those can be collective).
+    """
+    if tf.distribute.has_strategy():
+        raise RuntimeError("export outside strategy.scope(): variables made inside are mirrored")
+
+    def float32_layer(layer):
+        return type(layer).from_config({**layer.get_config(), "dtype": "float32"})
+
+    copy = keras.models.clone_model(model, clone_function=float32_layer)
+    copy.set_weights(model.get_weights())
+    optimizer = model.optimizer
+    copy.compile(
+        optimizer=type(optimizer).from_config(optimizer.get_config()),
+        loss=model.loss,
+        metrics=[_fresh(m) for m in model._compile_metrics._user_metrics or []]
+        if model._compile_metrics
+        else None,
+    )
+    return copy
+
+
+def _fresh(metric):
+    """A new metric like `metric`: the compiled one's variables belong to the strategy."""
+    if isinstance(metric, keras.metrics.Metric):
+        return type(metric).from_config(metric.get_config())
+    return metric
+
+
+def write_keras(model: keras.Model, model_dir: str) -> str:
+    """`model` saved as `model_dir/model.keras`, atomically; returns the path."""
+    path = os.path.join(model_dir, KERAS)
     partial = os.path.join(model_dir, "partial." + KERAS)  # Keras insists on the suffix
-    inference.save(partial)
-    os.replace(partial, keras_path)
-    saved_path = os.path.join(model_dir, SAVED_MODEL)
-    _write_dir(saved_path, lambda folder: _archive(inference).write_out(folder, verbose=False))
-    return [keras_path, saved_path]
+    model.save(partial)
+    os.replace(partial, path)
+    return path
 
 
 def remove(model_dir: str) -> None:
-    """Deletes what `save` writes into `model_dir`, leftovers of a killed save included."""
+    """Deletes what an export writes into `model_dir`, leftovers of a killed one included."""
     for name in (KERAS, "partial." + KERAS):
         path = os.path.join(model_dir, name)
         if os.path.exists(path):
@@ -71,63 +92,7 @@ def remove(model_dir: str) -> None:
         shutil.rmtree(os.path.join(model_dir, SAVED_MODEL + suffix), ignore_errors=True)
 
 
-def inference_model(model: keras.Model) -> keras.Model:
-    """A float32 copy of the trained `model`: uint8 pixels in, probabilities out.
-
-    The layers are rebuilt from the trained ones' configs with dtype float32,
-    whatever policy they trained under, and given the trained weights as
-    NumPy arrays. The copy shares no variable with `model`, so neither
-    building nor saving it involves the strategy `model` was built under:
-    reading mirrored weights is local, and nothing waits for other workers.
-    """
-    if tf.distribute.has_strategy():
-        raise RuntimeError(
-            "export outside strategy.scope(): variables made inside it would be mirrored, "
-            "and saving them collective"
-        )
-    shape = tuple(model.input_shape[1:])
-    float32_layers = [
-        type(layer).from_config({**layer.get_config(), "dtype": "float32"})
-        for layer in model.layers
-    ]
-    classifier = keras.Sequential(
-        [
-            keras.Input(shape=shape, dtype="float32"),
-            *float32_layers,
-            keras.layers.Softmax(dtype="float32", name=OUTPUT),
-        ],
-        name=CLASSIFIER,
-    )
-    classifier.set_weights(model.get_weights())
-    pixels = keras.Input(shape=shape, dtype="uint8", name="pixels")
-    # x * (1/255) differs from training's x / 255 by at most one float32 ulp.
-    scaled = keras.layers.Rescaling(1 / 255, dtype="float32", name="scale")(pixels)
-    return keras.Model(pixels, classifier(scaled), name="mnist_classifier")
-
-
-def _archive(inference: keras.Model) -> keras.export.ExportArchive:
-    """The SavedModel's signatures (see the module's docstring), with explicit input specs."""
-    archive = keras.export.ExportArchive()
-    archive.track(inference)
-    classifier = inference.get_layer(CLASSIFIER)
-    # The first endpoint also becomes serving_default, TF Serving's default.
-    for name, dtype, net in (
-        ("serve", tf.uint8, inference),
-        ("serve_float", tf.float32, classifier),
-    ):
-        archive.add_endpoint(
-            name,
-            functools.partial(_probabilities, net),
-            input_signature=[tf.TensorSpec((None, *inference.input_shape[1:]), dtype, "images")],
-        )
-    return archive
-
-
-def _probabilities(net: keras.Model, images: tf.Tensor) -> dict:
-    return {OUTPUT: net(images, training=False)}
-
-
-def _write_dir(path: str, write) -> None:
+def write_dir(path: str, write: Callable[[str], None]) -> None:
     """Runs `write(folder)` on a fresh folder, then renames that folder to `path`.
 
     A folder cannot be renamed onto a non-empty one, so an old `path` first
@@ -148,159 +113,21 @@ def _write_dir(path: str, write) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-class Classifier:
-    """An exported model read back: MNIST images in, class probabilities out.
-
-    Call it with uint8 pixels (N, 28, 28), 0 to 255, or float pixels in
-    [0, 1]; it returns float32 probabilities (N, 10). It works eagerly and
-    inside `tf.function` and `strategy.run`; `load` it inside
-    `strategy.scope()` to mirror its variables over the replicas.
-    """
-
-    def __init__(self, path: str, loaded, from_pixels, from_floats):
-        self.path = path  # the file or folder read
-        self.loaded = loaded  # the Keras model or restored SavedModel; keeps its variables alive
-        self._from_pixels, self._from_floats = from_pixels, from_floats
-
-    def __call__(self, images) -> tf.Tensor:
-        images = tf.convert_to_tensor(images)
-        if images.dtype.is_floating:
-            return self._from_floats(tf.cast(images, tf.float32))
-        return self._from_pixels(tf.cast(images, tf.uint8))
-
-
 def locate(path: str) -> str:
-    """What `load` reads for `path`: a .keras file or a SavedModel folder.
-
-    `path` may be either, or a model dir holding them (the .keras model is
-    read then). Raises UserError when it is none of these; cheap, so a
-    command can check its input before it starts any work.
-    """
-    if os.path.isfile(path):
-        if path.endswith(".keras"):
-            return path
-        raise UserError(f"--model={path} is a file but not a .keras model; {_HELP}")
-    if not os.path.isdir(path):
-        raise UserError(f"--model={path} does not exist; {_HELP}")
-    if tf.saved_model.contains_saved_model(path):
-        return path
-    keras_path, saved_path = os.path.join(path, KERAS), os.path.join(path, SAVED_MODEL)
-    if os.path.isfile(keras_path):
-        return keras_path
-    if tf.saved_model.contains_saved_model(saved_path):
-        return saved_path
-    raise UserError(
-        f"--model={path} holds neither {KERAS} nor a SavedModel (did its run finish?); {_HELP}"
-    )
+    """The .keras model at `path`: the file itself, or a model dir's `model.keras`."""
+    if os.path.isdir(path):
+        path = os.path.join(path, KERAS)
+    if not (os.path.isfile(path) and path.endswith(".keras")):
+        raise UserError(
+            f"--model={path} is not a .keras model; pass the --model_dir of a finished run "
+            f"or its {KERAS}"
+        )
+    return path
 
 
-def load(path: str) -> Classifier:
-    """The exported model at `path` (see `locate`); UserError if it is not one `save` wrote."""
-    found = locate(path)
-    if found.endswith(".keras"):
-        return _load_keras(found)
-    return _load_saved_model(found)
-
-
-def _load_keras(path: str) -> Classifier:
+def load(path: str) -> keras.Model:
+    """The compiled Keras model at `path`; load it in the strategy's scope to mirror it."""
     try:
-        model = keras.saving.load_model(path, compile=False)
+        return keras.saving.load_model(path, compile=True)
     except (ValueError, OSError, zipfile.BadZipFile) as e:
-        raise UserError(
-            f"--model={path} cannot be read as a Keras model ({_first_line(e)})"
-        ) from None
-    takes = _input_of(model)
-    if takes != ("uint8", (None, *IMAGE_SHAPE)) or CLASSIFIER not in (
-        layer.name for layer in model.layers
-    ):
-        raise UserError(
-            f"--model={path} is a Keras model but not one tf_mgpu exported (it takes "
-            f"{' '.join(map(str, takes))}); {_HELP}"
-        )
-    floats = model.get_layer(CLASSIFIER)
-    return Classifier(
-        path,
-        model,
-        lambda images: model(images, training=False),
-        lambda images: floats(images, training=False),
-    )
-
-
-def _input_of(model: keras.Model) -> tuple:
-    """(dtype, shape) of a Keras model's one input; ('an unknown input',) for another model."""
-    inputs = getattr(model, "inputs", None) or []  # a subclassed model has none to read
-    if len(inputs) != 1:
-        return ("an unknown input",)
-    return (inputs[0].dtype, tuple(inputs[0].shape))
-
-
-def _load_saved_model(path: str) -> Classifier:
-    try:
-        loaded = tf.saved_model.load(path)
-    except (OSError, ValueError, tf.errors.OpError) as e:
-        raise UserError(
-            f"--model={path} cannot be read as a SavedModel ({_first_line(e)})"
-        ) from None
-    missing = [name for name in SIGNATURES if name not in loaded.signatures]
-    if missing:
-        raise UserError(
-            f"--model={path} is a SavedModel without the signatures tf_mgpu exports "
-            f"({', '.join(missing)} missing); {_HELP}"
-        )
-    pixels, floats = (loaded.signatures[name] for name in SIGNATURES)
-    return Classifier(
-        path,
-        loaded,
-        lambda images: pixels(images=images)[OUTPUT],
-        lambda images: floats(images=images)[OUTPUT],
-    )
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:200] if text else type(error).__name__
-
-
-def cross_entropy(labels: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
-    """Per-example -log p(label), with p clipped to at least MIN_PROBABILITY."""
-    chosen = tf.gather(probabilities, tf.cast(labels, tf.int32), batch_dims=1)
-    return -tf.math.log(tf.clip_by_value(chosen, MIN_PROBABILITY, 1.0))
-
-
-def evaluate(
-    classifier: Classifier, strategy: tf.distribute.Strategy, split: data.Split, batch_size: int
-) -> dict:
-    """Mean loss and accuracy of `classifier` over every example of `split`.
-
-    The split is spread over the strategy's replicas, `batch_size` examples
-    per replica per step, as the trainer evaluates: padded to whole global
-    batches with examples of weight 0 (`data.eval_dataset`), so each example
-    counts once however many replicas there are. Load `classifier` in
-    `strategy.scope()`. Under MultiWorkerMirroredStrategy every worker calls
-    this at once, each with the whole split.
-    """
-    if len(split) == 0:
-        raise UserError("the test split is empty; pass a --test_split with examples")
-    global_batch = batch_size * strategy.num_replicas_in_sync
-    with strategy.scope():
-        sums = metrics.Sums("evaluate")
-
-    def replica_step(images, labels, weights):
-        probabilities = classifier(images)
-        sums.update(cross_entropy(labels, probabilities), probabilities, labels, weights)
-
-    # No XLA: it would compile for longer than one pass over the test split takes.
-    evaluation = loop.StreamEval(
-        strategy,
-        replica_step,
-        functools.partial(data.eval_dataset, split, global_batch),
-        steps=data.eval_steps(len(split), global_batch),
-        scope="none",
-    )
-    evaluation.run()
-    result = sums.result()
-    return {
-        "test_loss": result["loss"],
-        "test_accuracy": result["accuracy"],
-        "test_examples": result["examples"],
-    }
+        raise UserError(f"--model={path} cannot be read as a Keras model ({e})") from None

@@ -4,7 +4,7 @@ On a terminal the bar shows the epoch's steps, its running training loss,
 examples per second over the cluster and the time left, updated after every
 call of `--steps_per_loop` steps (the bar cannot move inside a compiled
 call). In a log file or CI, where a redrawn bar would be noise, nothing is
-drawn: the epoch line `tf_mgpu.train` prints after every epoch is the record.
+drawn: the epoch line `tf_mgpu.training` prints after every epoch is the record.
 """
 
 import shutil

@@ -23,7 +23,11 @@ WEIGHTS = "model.weights.h5"
 
 
 def start_line(
-    strategy: tf.distribute.Strategy, task: str, config: Config, global_batch: int
+    strategy: tf.distribute.Strategy,
+    task: str,
+    config: Config,
+    global_batch: int,
+    model: str = "mnist_mlp",
 ) -> str:
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategies.devices_of(strategy))
@@ -35,7 +39,8 @@ def start_line(
     return (
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
-        f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop}"
+        f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop} "
+        f"model={model}"
     )
 
 
@@ -43,18 +48,34 @@ def epoch_line(record: dict, epochs: int) -> str:
     width = len(str(epochs))
     return (
         f"epoch {record['epoch']:{width}d}/{epochs}"
-        f"  train_loss {record['train_loss']:.4f}  train_acc {record['train_accuracy']:.4f}"
-        f"  test_loss {record['test_loss']:.4f}  test_acc {record['test_accuracy']:.4f}"
+        f"  {values(record, 'train', loss_first=True)}  {values(record, 'test', loss_first=True)}"
         f"  {record['examples_per_second']:,.0f} ex/s  {record['seconds']:.1f} s"
     )
 
 
 def final_line(summary: dict) -> str:
     return (
-        f"tf_mgpu done: test_acc {summary['test_accuracy']:.4f}"
-        f"  test_loss {summary['test_loss']:.4f}"
+        f"tf_mgpu done: {values(summary, 'test', loss_first=False)}"
         f"  {summary['examples_per_second']:,.0f} ex/s over {summary['train_seconds']:.1f} s"
         f"  peak host memory {summary['peak_host_memory_mib']:,.0f} MiB"
+    )
+
+
+def values(record: dict, split: str, *, loss_first: bool) -> str:
+    """`train_loss 0.3000  train_acc 0.9000 ...`: the loss and every metric of `split`.
+
+    'accuracy' shows as 'acc'; the loss comes first or last.
+    """
+    names = [
+        key[len(split) + 1 :]
+        for key in record
+        if key.startswith(f"{split}_") and key not in (f"{split}_loss", f"{split}_examples")
+    ]
+    shown = [(name, record[f"{split}_{name}"]) for name in names]
+    loss = [("loss", record[f"{split}_loss"])]
+    pairs = loss + shown if loss_first else shown + loss
+    return "  ".join(
+        f"{split}_{'acc' if name == 'accuracy' else name} {value:.4f}" for name, value in pairs
     )
 
 

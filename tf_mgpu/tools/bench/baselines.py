@@ -212,20 +212,16 @@ def keras_fit(
     In-memory tf.data, reshuffled every epoch, batch 64; Keras's own defaults
     otherwise (no XLA under a strategy), no progress output.
     """
-    import keras
     import tensorflow as tf
 
-    from tf_mgpu import data, model
+    from tf_mgpu.tasks import mnist_mlp
+    from tf_mgpu.tasks.mnist import data
 
-    mnist = data.load_mnist(data_dir, manual_dir, train_split, test_split)
+    mnist = data.load(data_dir, manual_dir, train_split, test_split)
     strategy = tf.distribute.MirroredStrategy()
     with strategy.scope():
-        net = model.build_model()
-        net.compile(
-            optimizer=keras.optimizers.SGD(LEARNING_RATE),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-        )
+        net = mnist_mlp.build_model()  # compiled: SGD at 0.01, the seed's recipe
+        net.optimizer.learning_rate = LEARNING_RATE
     timer = _epoch_timer()
     train = _keras_dataset(mnist.train, shuffle=True)
     # The dataset reshuffles itself; fit's own `shuffle` applies to arrays only.
@@ -237,9 +233,7 @@ def keras_fit(
 def _keras_dataset(split, shuffle: bool):
     import tensorflow as tf
 
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (split.images.astype(np.float32) / 255.0, split.labels)
-    )
+    dataset = tf.data.Dataset.from_tensor_slices((split.x.astype(np.float32) / 255.0, split.y))
     if shuffle:
         dataset = dataset.shuffle(60_000, reshuffle_each_iteration=True)
     return dataset.batch(BATCH_SIZE)
@@ -284,21 +278,22 @@ def xla_floor(
     """
     import tensorflow as tf
 
-    from tf_mgpu import data
+    from tf_mgpu.engine import data
+    from tf_mgpu.tasks.mnist.data import load
 
-    mnist = data.load_mnist(data_dir, manual_dir, train_split, test_split)
+    mnist = load(data_dir, manual_dir, train_split, test_split)
     steps = data.steps_per_epoch(len(mnist.train), BATCH_SIZE)
     variables = _dense_variables(seed)
     train_epoch = _xla_epoch(variables, steps)
-    images, labels = tf.constant(mnist.train.images), tf.constant(mnist.train.labels)
+    images, labels = tf.constant(mnist.train.x), tf.constant(mnist.train.y)
     epoch_seconds = []
     for epoch in range(epochs):
         started = time.perf_counter()
         float(train_epoch(images, labels, data.epoch_order(len(mnist.train), seed, epoch)))
         epoch_seconds.append(time.perf_counter() - started)
     logits = tf.function(jit_compile=True)(lambda x: _logits(variables, x))
-    predicted = logits(tf.constant(mnist.test.images)).numpy().argmax(axis=1)
-    accuracy = float(np.mean(predicted == mnist.test.labels))
+    predicted = logits(tf.constant(mnist.test.x)).numpy().argmax(axis=1)
+    accuracy = float(np.mean(predicted == mnist.test.y))
     return _result(epoch_seconds, steps * BATCH_SIZE, accuracy)
 
 

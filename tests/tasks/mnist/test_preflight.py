@@ -6,12 +6,14 @@ import sys
 import pytest
 
 from tests import support
-from tf_mgpu.cluster import preflight, tf_config
+from tf_mgpu.cluster import preflight as cluster_preflight
+from tf_mgpu.cluster import tf_config
+from tf_mgpu.tasks.mnist import preflight
 from tf_mgpu.errors import UserError
 
 
 def test_preflight_and_main_import_no_tensorflow():
-    code = "import sys, tf_mgpu.main, tf_mgpu.cluster.preflight; print('tensorflow' in sys.modules)"
+    code = "import sys, tf_mgpu.main, tf_mgpu.cluster.preflight, tf_mgpu.tasks.mnist.preflight; print('tensorflow' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=support.ROOT, capture_output=True, text=True, timeout=60
     )
@@ -69,10 +71,10 @@ def test_the_probe_is_bounded_and_false_for_a_closed_port():
 def test_model_dir_and_strategy_checks(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="is a file"):
-        preflight.model_dir(str(tmp_path / "file"))
-    preflight.model_dir(str(tmp_path / "new" / "run"))
+        cluster_preflight.model_dir(str(tmp_path / "file"))
+    cluster_preflight.model_dir(str(tmp_path / "new" / "run"))
     assert (tmp_path / "new" / "run").is_dir()
     two = tf_config.Task(addresses=("a:1", "b:2"))
-    assert preflight.strategy("mirrored", two) == "multi_worker_mirrored"
+    assert cluster_preflight.strategy("mirrored", two) == "multi_worker_mirrored"
     with pytest.raises(UserError, match="trains on one device"):
-        preflight.strategy("one_device", two)
+        cluster_preflight.strategy("one_device", two)

@@ -11,8 +11,12 @@ import tensorflow as tf
 
 from tests import support
 from tests.support import mnist_manual_dir
-from tf_mgpu import data, errors
+from tf_mgpu import errors
+from tf_mgpu.engine import data
 from tf_mgpu.errors import UserError
+from tf_mgpu.tasks import mnist_mlp
+from tf_mgpu.tasks.mnist import data as mnist_data
+from tf_mgpu.tasks.mnist import preflight
 
 
 def original_labels(name: str) -> np.ndarray:
@@ -22,28 +26,28 @@ def original_labels(name: str) -> np.ndarray:
 
 
 def test_real_mnist_loads_whole_with_pixels_and_labels_intact(mnist):
-    assert mnist.train.images.shape == (60000, 28, 28)
-    assert mnist.test.images.shape == (10000, 28, 28)
-    assert mnist.train.images.dtype == np.uint8
-    assert mnist.train.images.max() == 255
+    assert mnist.train.x.shape == (60000, 28, 28)
+    assert mnist.test.x.shape == (10000, 28, 28)
+    assert mnist.train.x.dtype == np.uint8
+    assert mnist.train.x.max() == 255
     # TFDS stores the examples in its own order, so compare how many of each digit.
     for split, name in [
         (mnist.train, "train-labels-idx1-ubyte.gz"),
         (mnist.test, "t10k-labels-idx1-ubyte.gz"),
     ]:
         expected = np.bincount(original_labels(name), minlength=10)
-        np.testing.assert_array_equal(np.bincount(split.labels, minlength=10), expected, name)
+        np.testing.assert_array_equal(np.bincount(split.y, minlength=10), expected, name)
 
 
 def test_split_slices_are_tfds_splits(mnist_data_dir):
-    part = data.load_mnist(mnist_data_dir, None, "train[:1000]", "test[10%:20%]")
+    part = mnist_data.load(mnist_data_dir, None, "train[:1000]", "test[10%:20%]")
     assert (len(part.train), len(part.test)) == (1000, 1000)
 
 
 def test_missing_manual_files_name_the_files(tmp_path):
-    (tmp_path / data.MANUAL_FILES[0]).write_bytes(b"")
+    (tmp_path / preflight.MANUAL_FILES[0]).write_bytes(b"")
     with pytest.raises(UserError, match=r"lacks train-labels-idx1-ubyte\.gz, t10k-images") as e:
-        data.load_mnist(str(tmp_path / "tfds"), str(tmp_path))
+        mnist_data.load(str(tmp_path / "tfds"), str(tmp_path))
     assert "\n" not in str(e.value)
 
 
@@ -52,14 +56,14 @@ def test_unpreparable_data_dir_is_a_user_error(tmp_path):
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("")
     with pytest.raises(UserError, match=r"could not prepare MNIST.*--data_dir is writable"):
-        data.load_mnist(str(blocker), str(mnist_manual_dir()))
+        mnist_data.load(str(blocker), str(mnist_manual_dir()))
 
 
 def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
     # Two workers on one machine, one TFDS data dir, both preparing at once.
     code = (
-        "import sys\nfrom tf_mgpu import data\n"
-        "m = data.load_mnist(sys.argv[1], sys.argv[2], 'train[:10]', 'test[:10]')\n"
+        "import sys\nfrom tf_mgpu.tasks.mnist import data\n"
+        "m = data.load(sys.argv[1], sys.argv[2], 'train[:10]', 'test[:10]')\n"
         "print('loaded', len(m.train), len(m.test))\n"
     )
     command = [sys.executable, "-c", code, str(tmp_path / "tfds"), str(mnist_manual_dir())]
@@ -75,17 +79,17 @@ def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
 def test_a_corrupt_manual_file_is_a_user_error(tmp_path):
     manual = tmp_path / "manual"
     manual.mkdir()
-    for name in data.MANUAL_FILES:
+    for name in preflight.MANUAL_FILES:
         (manual / name).symlink_to(mnist_manual_dir() / name)
-    (manual / data.MANUAL_FILES[1]).unlink()
-    (manual / data.MANUAL_FILES[1]).write_bytes(b"not the MNIST labels")
+    (manual / preflight.MANUAL_FILES[1]).unlink()
+    (manual / preflight.MANUAL_FILES[1]).write_bytes(b"not the MNIST labels")
     with pytest.raises(UserError, match=r"could not prepare MNIST.*uncorrupted"):
-        data.load_mnist(str(tmp_path / "tfds"), str(manual))
+        mnist_data.load(str(tmp_path / "tfds"), str(manual))
 
 
 def test_bad_split_is_a_user_error(mnist_data_dir):
     with pytest.raises(UserError, match=r"--train_split=train\[:abc\]"):
-        data.load_mnist(mnist_data_dir, None, train_split="train[:abc]")
+        mnist_data.load(mnist_data_dir, None, train_split="train[:abc]")
 
 
 def test_fewer_examples_than_a_global_batch_names_both_numbers():
@@ -103,7 +107,7 @@ def test_epoch_order_is_a_permutation_fixed_by_seed_and_epoch():
 
 def numbered(size: int) -> data.Split:
     """A split whose label is each example's index, so batches show which examples they hold."""
-    return data.Split(images=np.zeros((size, 28, 28), np.uint8), labels=np.arange(size))
+    return data.Split(x=np.zeros((size, 28, 28), np.uint8), y=np.arange(size))
 
 
 def pipeline_batches(make_dataset, pipelines: int, replicas_per_pipeline: int) -> list[list]:
@@ -179,7 +183,9 @@ def test_a_later_first_epoch_starts_with_that_epochs_order():
 
 def test_pixels_are_scaled_to_the_unit_interval(mnist):
     context = tf.distribute.InputContext(1, 0, 1)
-    images, _ = next(iter(data.train_dataset(mnist.train, 64, 0, 1, context)))
+    images, _ = next(
+        iter(data.train_dataset(mnist.train, 64, 0, 1, context, preprocess=mnist_mlp.preprocess))
+    )
     assert images.dtype == tf.float32
     assert float(tf.reduce_min(images)) >= 0.0
     assert float(tf.reduce_max(images)) == 1.0
@@ -217,11 +223,11 @@ def test_offline_without_the_files_fails_fast_naming_the_fix(tmp_path):
 def test_tfds_default_manual_folder_needs_no_flag(tmp_path):
     manual = tmp_path / "tfds" / "downloads" / "manual"
     manual.mkdir(parents=True)
-    for name in data.MANUAL_FILES:
+    for name in preflight.MANUAL_FILES:
         (manual / name).symlink_to(support.mnist_manual_dir() / name)
     script = (
-        "import sys; from tf_mgpu import data; "
-        "m = data.load_mnist(sys.argv[1], None, 'train[:100]', 'test[:10]'); "
+        "import sys; from tf_mgpu.tasks.mnist import data; "
+        "m = data.load(sys.argv[1], None, 'train[:100]', 'test[:10]'); "
         "print(len(m.train), len(m.test))"
     )
     done = offline([sys.executable, "-c", script, str(tmp_path / "tfds")], timeout=300)

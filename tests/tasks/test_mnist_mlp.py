@@ -1,15 +1,16 @@
-"""The seed's network, built in a strategy scope."""
+"""The built-in task mnist_mlp (the seed's network) in a strategy scope; the rate schedules."""
 
 import keras
 import numpy as np
 import pytest
 
 from tests.support import cpu_strategy
-from tf_mgpu import model
+from tf_mgpu.engine import schedules
+from tf_mgpu.tasks import mnist_mlp
 
 
 def test_architecture_is_flatten_dense128_relu_dense10():
-    net = model.build_model()
+    net = mnist_mlp.build_model()
     dense = [layer for layer in net.layers if isinstance(layer, keras.layers.Dense)]
     assert isinstance(net.layers[0], keras.layers.Flatten)
     assert [(d.units, d.activation.__name__) for d in dense] == [(128, "relu"), (10, "linear")]
@@ -18,16 +19,16 @@ def test_architecture_is_flatten_dense128_relu_dense10():
 
 
 def test_optimizer_is_plain_sgd():
-    optimizer = model.build_optimizer(0.05)
+    optimizer = mnist_mlp.build_model().optimizer
     assert isinstance(optimizer, keras.optimizers.SGD)
-    assert np.isclose(float(optimizer.learning_rate), 0.05)
+    assert np.isclose(float(optimizer.learning_rate), 0.01)
     assert float(optimizer.momentum) == 0.0
 
 
 def test_scope_gives_one_copy_of_every_variable_per_replica():
     strategy = cpu_strategy(2)
     with strategy.scope():
-        net = model.build_model()
+        net = mnist_mlp.build_model()
     for weight in net.weights:
         copies = weight.value.values
         assert len(copies) == 2, weight.path
@@ -35,19 +36,19 @@ def test_scope_gives_one_copy_of_every_variable_per_replica():
 
 
 def test_warmup_rises_linearly_to_the_peak_then_stays():
-    schedule = model.LinearWarmup(0.01, 0.05, warmup_steps=4)
+    schedule = schedules.LinearWarmup(0.01, 0.05, warmup_steps=4)
     rates = [float(schedule(step)) for step in range(7)]
     np.testing.assert_allclose(rates, [0.01, 0.02, 0.03, 0.04, 0.05, 0.05, 0.05], rtol=1e-6)
-    assert model.LinearWarmup(**schedule.get_config()).peak == 0.05
+    assert schedules.LinearWarmup(**schedule.get_config()).peak == 0.05
 
 
 def test_linear_scaling_rule():
     def rate(**kw):
-        return model.learning_rate(0.01, reference_batch=64, **kw)
+        return schedules.learning_rate(0.01, reference_batch=64, **kw)
 
     assert rate(global_batch=256, scale=False, warmup_steps=10) == 0.01
     assert rate(global_batch=256, scale=True, warmup_steps=0) == pytest.approx(0.04)
     assert rate(global_batch=32, scale=True, warmup_steps=10) == pytest.approx(0.005)
     warm = rate(global_batch=256, scale=True, warmup_steps=10)
-    assert isinstance(warm, model.LinearWarmup)
-    assert (warm.start, model.peak_rate(warm)) == (0.01, pytest.approx(0.04))
+    assert isinstance(warm, schedules.LinearWarmup)
+    assert (warm.start, schedules.peak_rate(warm)) == (0.01, pytest.approx(0.04))

@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 
 from tests.support import cpu_strategy, subset
-from tf_mgpu import train
+from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
-from tf_mgpu.model import build_model
-from tf_mgpu.outputs import export
+from tf_mgpu.tasks.mnist import serving as export
+from tf_mgpu.tasks.mnist_mlp import build_model
 
 SMALL = Config(batch_size=32, epochs=1, learning_rate=0.1, seed=0)
 # float32 end to end, but x * (1/255) is not always x / 255: a last-bit difference.
@@ -22,7 +22,9 @@ TOLERANCE = 1e-6
 @pytest.fixture(scope="module")
 def trained(mnist) -> keras.Model:
     """A model trained on two mirrored replicas, as the chief holds it after training."""
-    return train.run(SMALL, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 10)).state.model
+    return training.run(
+        SMALL, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 10)
+    ).state.model
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,7 @@ def model_dir(trained, tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def pixels(mnist) -> np.ndarray:
-    return mnist.test.images[:500]
+    return mnist.test.x[:500]
 
 
 def probabilities(net: keras.Model, pixels: np.ndarray) -> np.ndarray:
@@ -104,7 +106,7 @@ def test_the_saved_model_serves_uint8_by_default_and_float_by_name(trained, mode
 def test_a_mixed_bfloat16_model_exports_as_float32(mnist, tmp_path):
     config = dataclasses.replace(SMALL, dtype="mixed_bfloat16")
     try:
-        trained = train.run(config, strategy=cpu_strategy(1), datasets=subset(mnist, 1024, 10))
+        trained = training.run(config, strategy=cpu_strategy(1), datasets=subset(mnist, 1024, 10))
         export.save(trained.state.model, str(tmp_path))
         # Loading under the mixed policy too: the file's own dtypes decide.
         reloaded = keras.saving.load_model(tmp_path / "model.keras")
@@ -112,7 +114,7 @@ def test_a_mixed_bfloat16_model_exports_as_float32(mnist, tmp_path):
         keras.config.set_dtype_policy("float32")
     layers = reloaded.get_layer(export.CLASSIFIER).layers
     assert {layer.compute_dtype for layer in layers} == {"float32"}, layers
-    pixels = mnist.test.images[:200]
+    pixels = mnist.test.x[:200]
     expected = forward(trained.state.model.get_weights(), pixels)
     for classifier in (export.load(str(tmp_path / "model.keras")), export.load(str(tmp_path))):
         predicted = classifier(pixels).numpy()
@@ -126,14 +128,14 @@ def test_a_second_save_replaces_the_first_and_its_leftovers(trained, mnist, tmp_
     (tmp_path / "saved_model.partial").mkdir()  # as a save killed midway leaves them
     (tmp_path / "partial.model.keras").write_text("half")
     export.save(trained, str(tmp_path))
-    other = train.run(
+    other = training.run(
         dataclasses.replace(SMALL, seed=1),
         strategy=cpu_strategy(1),
         datasets=subset(mnist, 256, 10),
     ).state.model
     export.save(other, str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.keras", "saved_model"]
-    pixels = mnist.test.images[:100]
+    pixels = mnist.test.x[:100]
     for path in (tmp_path / "model.keras", tmp_path / "saved_model"):
         predicted = export.load(str(path))(pixels).numpy()
         np.testing.assert_allclose(predicted, probabilities(other, pixels), atol=TOLERANCE, rtol=0)

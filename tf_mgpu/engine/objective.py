@@ -1,0 +1,146 @@
+"""A compiled Keras model's loss and metrics, as per-example values the engine reduces itself.
+
+`model.fit` reduces the compiled loss over the batch it is handed. Under
+tf.distribute that batch is one replica's share, and a loss object's own
+reduction ("sum", "none", a custom one) changes the maths. The engine takes
+per-example values instead and reduces them one way, whatever the loss
+object says: the sum over the replica's examples divided by the global
+batch (`tf.nn.compute_average_loss`), so summing the replicas' gradients
+gives the gradient of the mean loss over the global batch. Metrics are
+per-example values too, summed in float64 over every replica and worker.
+
+A loss that returns more than one value per example (per time step, say)
+is averaged over those first, as Keras's default reduction does.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from tf_mgpu.errors import UserError
+
+_ACCURACY = ("accuracy", "acc")
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example."""
+
+    loss: Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
+    metrics: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor]]
+
+
+def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
+    """The objective `model.compile` set; `y_shape` is one label's shape (for 'accuracy').
+
+    `where` names the task in the errors, which are one line each.
+    """
+    if not getattr(model, "compiled", False) or model.loss is None:
+        raise UserError(
+            f"{where}: build_model() returned a model that is not compiled with a loss; "
+            f"call model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
+        )
+    if isinstance(model.loss, (list, tuple, dict)):
+        raise UserError(
+            f"{where}: the model is compiled with several losses; tf_mgpu trains models "
+            f"with one loss (one output); combine them into one loss function"
+        )
+    loss = _loss_function(model.loss)
+    outputs = getattr(model, "outputs", None) or []
+    y_pred_shape = tuple(outputs[0].shape[1:]) if len(outputs) == 1 else None
+    metrics = {}
+    # Keras keeps the metrics as the user passed them only here; there is no public
+    # reader, and its serialized form loses unregistered functions.
+    for given in _flat(model._compile_metrics._user_metrics if model._compile_metrics else []):
+        name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
+        metrics[name] = per_example
+    return Objective(loss=loss, metrics=metrics)
+
+
+def _flat(metrics) -> list:
+    if metrics is None:
+        return []
+    if isinstance(metrics, dict) or (
+        isinstance(metrics, (list, tuple)) and any(isinstance(m, (list, dict)) for m in metrics)
+    ):
+        raise UserError(
+            "metrics per output are not supported: tf_mgpu trains models with one output; "
+            "pass metrics=[...] as a flat list"
+        )
+    return list(metrics)
+
+
+def _loss_function(given) -> Callable:
+    """The compiled loss as a per-example function, ignoring the object's own reduction."""
+    loss = keras.losses.get(given) if isinstance(given, (str, dict)) else given
+    if isinstance(loss, keras.losses.Loss):
+        fn, loss_dtype = loss.call, loss.dtype
+    else:  # a function (y_true, y_pred), as Keras wraps it
+        fn, loss_dtype = loss, keras.config.floatx()
+
+    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
+        # As Loss.__call__ does before its `call`: both in the loss's dtype (floatx),
+        # except that a float64 model keeps float64 (exact comparisons).
+        dtype = tf.float64 if y_pred.dtype == tf.float64 else loss_dtype
+        y, y_pred = _same_rank(tf.cast(y, dtype), tf.cast(y_pred, dtype))
+        return _one_per_example(fn(y, y_pred))
+
+    return per_example
+
+
+def _metric_function(given, y_shape, y_pred_shape, where: str) -> tuple[str, Callable]:
+    """(name, per-example function) for one entry of compile's `metrics`."""
+    if isinstance(given, str) and given.lower() in _ACCURACY:
+        return given, _accuracy(y_shape, y_pred_shape)
+    metric = keras.metrics.get(given) if isinstance(given, (str, dict)) else given
+    if isinstance(metric, keras.metrics.Metric):
+        if not isinstance(metric, keras.metrics.MeanMetricWrapper):
+            raise UserError(
+                f"{where}: metric {metric.name!r} ({type(metric).__name__}) is not a mean of "
+                f"per-example values, which tf_mgpu sums over replicas and workers; compile "
+                f"with metrics such as 'accuracy', 'mae' or a function (y_true, y_pred)"
+            )
+        fn, kwargs = metric._fn, metric._fn_kwargs  # no public reader of either
+        name = metric.name
+    else:
+        fn, kwargs = metric, {}
+        name = given if isinstance(given, str) else getattr(fn, "__name__", "metric")
+
+    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
+        return _one_per_example(fn(y, y_pred, **kwargs))
+
+    return name, per_example
+
+
+def _accuracy(y_shape, y_pred_shape) -> Callable:
+    """Keras's choice for 'accuracy': binary, sparse categorical or categorical by shapes."""
+    fn = keras.metrics.categorical_accuracy
+    if y_pred_shape is not None:
+        if y_pred_shape[-1:] == (1,):
+            fn = keras.metrics.binary_accuracy
+        elif len(y_shape) < len(y_pred_shape) or (y_shape[-1:] == (1,) and y_pred_shape[-1] != 1):
+            fn = keras.metrics.sparse_categorical_accuracy
+
+    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
+        return _one_per_example(fn(y, y_pred))
+
+    return per_example
+
+
+def _same_rank(y: tf.Tensor, y_pred: tf.Tensor) -> tuple:
+    """Labels (N,) against outputs (N, 1), or the reverse, made the same rank, as Keras's
+    loss wrapper does; other shapes pass unchanged (sparse labels keep one rank less)."""
+    if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
+        y = tf.expand_dims(y, -1)
+    elif y.shape.rank == y_pred.shape.rank + 1 and y.shape[-1] == 1:
+        y = tf.squeeze(y, -1)
+    return y, y_pred
+
+
+def _one_per_example(values: tf.Tensor) -> tf.Tensor:
+    values = tf.convert_to_tensor(values)
+    if values.shape.rank is not None and values.shape.rank > 1:
+        values = tf.reduce_mean(values, axis=list(range(1, values.shape.rank)))
+    return values

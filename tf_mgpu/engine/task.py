@@ -1,0 +1,91 @@
+"""What the engine trains: a task record built once from the user's module, and its checks.
+
+Users write a task as any Keras user would (see `tf_mgpu.tasks`): a
+`build_model()` that returns a compiled model and a `load_data()`. The
+adapter in `tf_mgpu.tasks` turns that module into this record, so the
+engine depends on no task and never imports one.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu.config import Config
+from tf_mgpu.engine import data
+from tf_mgpu.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """The callables the engine needs from a task.
+
+    `build_model()` is called in `strategy.scope()` and returns a compiled
+    model: the optimizer, loss and metrics come from `compile`.
+    `load_data(config)` returns the splits in memory. `preprocess(x)` runs on
+    the device inside the compiled step (the data stays compact, e.g. uint8,
+    in memory). `reference_batch` is the batch the compiled learning rate
+    was tuned for (`--scale_lr`); None means the per-replica batch.
+    `export(trained, model_dir)` writes the model's exports; None: the
+    default (`tf_mgpu.outputs.export.save`).
+    """
+
+    name: str
+    where: str  # how errors name the task: "--task=FILE"
+    build_model: Callable[[], keras.Model]
+    load_data: Callable[[Config], data.Data]
+    preprocess: Callable = data.identity
+    reference_batch: int | None = None
+    export: Callable[[keras.Model, str], list[str]] | None = None
+
+
+def check_inputs(model: keras.Model, x, where: str) -> None:
+    """UserError unless the model's inputs take examples shaped like `x`'s.
+
+    A model without declared inputs (a subclassed model) is checked by
+    calling it instead; see `tf_mgpu.engine.trainer.create_state`.
+    """
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        return
+    if isinstance(x, dict):
+        names = {t.name: t for t in inputs}
+        missing = sorted(set(names) - set(x))
+        if missing:
+            raise UserError(
+                f"{where}: the model's inputs {', '.join(missing)} are not keys of load_data's "
+                f"x (it has {', '.join(sorted(x))}); name the arrays of x like the model's "
+                f"keras.Input(name=...)"
+            )
+        pairs = [(name, names[name], x[name]) for name in sorted(names)]
+    else:
+        if len(inputs) != 1:
+            raise UserError(
+                f"{where}: the model takes {len(inputs)} inputs but load_data's x is one "
+                f"array; return x as a dict keyed by the inputs' names"
+            )
+        pairs = [("x", inputs[0], x)]
+    for name, spec, array in pairs:
+        expected = tuple(spec.shape[1:])
+        got = tuple(np.shape(array)[1:])
+        fits = len(expected) == len(got) and all(
+            e is None or e == g for e, g in zip(expected, got, strict=True)
+        )
+        if not fits:
+            shown = tuple("None" if e is None else e for e in expected)
+            raise UserError(
+                f"{where}: load_data's {name} has examples of shape {got}, but the model "
+                f"takes {shown}; reshape the data or change the model's keras.Input"
+            )
+
+
+def output_float32(y_pred):
+    """The model's output in at least float32, so losses and metrics sum exactly
+    whatever the compute dtype (float64 stays float64)."""
+
+    def widen(t):
+        return tf.cast(t, tf.float32) if t.dtype in (tf.float16, tf.bfloat16) else t
+
+    return tf.nest.map_structure(widen, y_pred)

@@ -1,0 +1,293 @@
+"""The training state of any task, its per-replica steps, and the compiled loops that run them.
+
+The step maths live here, not in the task: the loss of each replica is the
+sum of its per-example losses divided by the global batch, plus the
+model's regularization losses divided by the number of replicas, so the
+all-reduced gradient is that of the mean loss over the global batch with
+the regularization counted once. That is what makes N replicas train like
+one device, whatever the compiled loss object's own reduction.
+"""
+
+import dataclasses
+import functools
+import time
+
+import keras
+import tensorflow as tf
+
+from tf_mgpu.config import Config
+from tf_mgpu.engine import data, loop, metrics, objective, schedules
+from tf_mgpu.engine.task import Task, check_inputs, output_float32
+from tf_mgpu.errors import Diverged, UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainState:
+    """Everything training changes. `epoch` counts finished epochs and training
+    continues from it; with the seed it fixes which examples come next (see
+    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps."""
+
+    model: keras.Model
+    optimizer: keras.optimizers.Optimizer
+    objective: objective.Objective
+    epoch: tf.Variable
+    train_sums: metrics.Sums
+    test_sums: metrics.Sums
+
+    def variables(self) -> list:
+        """Every variable that must agree across replicas."""
+        return [*self.model.weights, *self.optimizer.variables, self.epoch]
+
+    def checkpointed(self) -> dict:
+        """What a checkpoint holds: everything training changes, and the epoch's metric sums.
+
+        Not the learning rate: it comes from the flags, so a resumed run may change it.
+        """
+        return {
+            "weights": list(self.model.weights),
+            "optimizer": [v for v in self.optimizer.variables if "learning_rate" not in v.path],
+            "epoch": self.epoch,
+            "train_sums": self.train_sums.variables(),
+        }
+
+
+def create_state(
+    strategy: tf.distribute.Strategy, config: Config, task: Task, sample: data.Split
+) -> TrainState:
+    """Builds the task's compiled model, its optimizer and the counters in `strategy.scope()`,
+    so they are mirrored. `sample` (a few training examples) checks the model's inputs."""
+    keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(config.dtype)
+    with strategy.scope():
+        net = task.build_model()
+        if not isinstance(net, keras.Model):
+            raise UserError(
+                f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
+            )
+        found = objective.from_compiled(net, sample.y.shape[1:], task.where)
+        check_inputs(net, sample.x, task.where)
+        if not net.built:  # a subclassed model: its variables exist after a first call
+            net(task.preprocess(sample.x), training=False)
+        net.optimizer.build(net.trainable_variables)
+        return TrainState(
+            model=net,
+            optimizer=net.optimizer,
+            objective=found,
+            epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
+            train_sums=metrics.Sums("train", found.metrics),
+            test_sums=metrics.Sums("test", found.metrics),
+        )
+
+
+def _outputs(state: TrainState, x, training: bool):
+    return output_float32(state.model(x, training=training))
+
+
+def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y):
+    """This replica's share of the gradient of the mean loss over the global batch,
+    and whether its loss was finite."""
+    with tf.GradientTape() as tape:
+        y_pred = _outputs(state, x, training=True)
+        per_example = state.objective.loss(y, y_pred)
+        loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+        if state.model.losses:  # regularization: once per step over all replicas
+            regularization = tf.nn.scale_regularization_loss(tf.add_n(state.model.losses))
+            loss += tf.cast(regularization, loss.dtype) / accumulation_steps
+    state.train_sums.update(per_example, y, y_pred)
+    return tape.gradient(loss, state.model.trainable_variables), tf.math.is_finite(loss)
+
+
+def replica_train_step(
+    state: TrainState, global_batch: int, x, y, accumulation_steps: int = 1
+) -> tf.Tensor:
+    """One optimizer step on one replica's share of a global batch.
+
+    The optimizer sums gradients over replicas, so every replica applies the
+    gradient of the mean loss over the whole global batch.
+
+    With `accumulation_steps` K > 1 the share arrives as K micro-batches
+    (consecutive runs of `len(y) / K` examples): their gradients are summed
+    here, one at a time, so only one micro-batch's activations live at once,
+    and the optimizer all-reduces and applies once per step.
+
+    Returns whether this replica's loss was finite.
+    """
+    variables = state.model.trainable_variables
+    gradients = functools.partial(_gradients, state, global_batch, accumulation_steps)
+    if accumulation_steps == 1:
+        grads, finite = gradients(x, y)
+    else:
+        micro = y.shape[0] // accumulation_steps
+        grads = [tf.zeros_like(v) for v in variables]
+        finite = tf.constant(True)
+        for j in tf.range(accumulation_steps):
+            rows = j * micro + tf.range(micro)
+            more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows))
+            grads = [g + d for g, d in zip(grads, more, strict=True)]
+            finite = finite & more_finite
+    state.optimizer.apply_gradients(zip(grads, variables, strict=True))
+    return finite
+
+
+def replica_eval_step(state: TrainState, x, y, weights) -> None:
+    y_pred = _outputs(state, x, training=False)
+    state.test_sums.update(state.objective.loss(y, y_pred), y, y_pred, weights)
+
+
+class Trainer:
+    """The training state and its compiled loops, fed as `config.input` says.
+
+    The loops are built on first use, so a checkpoint restored into `state`
+    before then decides where the data starts.
+    """
+
+    def __init__(
+        self, strategy: tf.distribute.Strategy, config: Config, task: Task, datasets: data.Data
+    ):
+        replicas = strategy.num_replicas_in_sync
+        self._strategy, self._config, self._datasets = strategy, config, datasets
+        self.task = task
+        self._preprocess = task.preprocess
+        self.per_replica = config.batch_size * config.accumulation_steps
+        self.global_batch = self.per_replica * replicas
+        self.eval_batch = config.batch_size * replicas
+        self.train_examples = len(datasets.train)
+        self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
+        self.steps_per_loop = config.steps_per_loop
+        self.jit_scope = loop.jit_scope(strategy, config.jit_compile, config.input)
+        self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
+        self.learning_rate = schedules.apply(
+            self.state.optimizer,
+            config,
+            global_batch=self.global_batch,
+            reference_batch=task.reference_batch or config.batch_size,
+            warmup_steps=round(config.warmup_epochs * self.train_steps),
+            where=task.where,
+        )
+        self._train = self._eval = None
+        self.call_seconds = 0.0  # spent in training calls so far, in this process
+
+        @tf.function
+        def weights_finite() -> tf.Tensor:
+            weights = self.state.model.weights
+            return tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])
+
+        self._weights_finite = weights_finite
+
+    def step(self) -> int:
+        """Optimizer steps taken so far, over every epoch."""
+        return int(self.state.optimizer.iterations.numpy())
+
+    def position(self) -> tuple[int, int]:
+        """(finished epochs, steps taken in the current epoch)."""
+        epoch = int(self.state.epoch.numpy())
+        return epoch, self.step() - epoch * self.train_steps
+
+    def weights_finite(self) -> bool:
+        return bool(self._weights_finite())
+
+    def rate_at(self, step: int) -> float:
+        rate = self.learning_rate
+        return float(rate(step)) if callable(rate) else float(rate)
+
+    def _build_loops(self) -> None:
+        config, strategy, datasets = self._config, self._strategy, self._datasets
+        train_step = functools.partial(
+            replica_train_step,
+            self.state,
+            self.global_batch,
+            accumulation_steps=config.accumulation_steps,
+        )
+        eval_step = functools.partial(replica_eval_step, self.state)
+        if config.input == "resident":
+            self._train = loop.ResidentTrain(
+                strategy,
+                train_step,
+                datasets.train,
+                global_batch=self.global_batch,
+                per_replica=self.per_replica,
+                seed=config.seed,
+                scope=self.jit_scope,
+                preprocess=self._preprocess,
+            )
+            self._eval = loop.ResidentEval(
+                strategy,
+                eval_step,
+                datasets.test,
+                global_batch=self.eval_batch,
+                scope=self.jit_scope,
+                preprocess=self._preprocess,
+            )
+        else:
+            epoch, step = self.position()
+            train_fn = functools.partial(
+                data.train_dataset,
+                datasets.train,
+                self.global_batch,
+                config.seed,
+                config.epochs,
+                first_epoch=epoch,
+                first_step=step,
+                preprocess=self._preprocess,
+            )
+            eval_fn = functools.partial(
+                data.eval_dataset, datasets.test, self.eval_batch, preprocess=self._preprocess
+            )
+            self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
+            self._eval = loop.StreamEval(
+                strategy,
+                eval_step,
+                eval_fn,
+                steps=data.eval_steps(len(datasets.test), self.eval_batch),
+                scope=self.jit_scope,
+            )
+
+    def train_epoch(self, between_calls=lambda last: None) -> dict:
+        """The rest of the current epoch, `steps_per_loop` steps per call; collective under MWMS.
+
+        `between_calls(last)` runs after every call (`last`: the epoch's
+        training is done); it may save or stop. Time spent there does not count
+        in the epoch's seconds. Raises Diverged at the first non-finite loss.
+        """
+        if self._train is None:
+            self._build_loops()
+        epoch, start = self.position()
+        if start == 0:
+            self.state.train_sums.reset()
+        seconds = 0.0
+        for first in range(start, self.train_steps, self.steps_per_loop):
+            count = min(self.steps_per_loop, self.train_steps - first)
+            started = time.perf_counter()
+            bad = self._train.run(epoch, first, count)
+            call = time.perf_counter() - started
+            seconds += call
+            self.call_seconds += call
+            if bad >= 0:
+                raise Diverged(self._diverged(epoch, bad))
+            between_calls(first + count == self.train_steps)
+        started = time.perf_counter()
+        sums = self.state.train_sums.result()  # reading the sums waits for the last step
+        seconds += time.perf_counter() - started
+        self.state.epoch.assign_add(1)
+        trained = (self.train_steps - start) * self.global_batch  # in this process
+        return {
+            **metrics.prefixed("train", sums),
+            "examples_per_second": trained / seconds,
+            "seconds": seconds,
+        }
+
+    def _diverged(self, epoch: int, bad: int) -> str:
+        step = epoch * self.train_steps + bad + 1
+        return (
+            f"the training loss is not finite at step {step:,} (epoch {epoch + 1}, step "
+            f"{bad + 1} of {self.train_steps}) with learning rate {self.rate_at(step - 1):g}; "
+            f"lower --learning_rate"
+        )
+
+    def evaluate(self) -> dict:
+        """The loss and every compiled metric over every test example, summed over every replica."""
+        if self._eval is None:
+            self._build_loops()
+        self.state.test_sums.reset()
+        self._eval.run()
+        return metrics.prefixed("test", self.state.test_sums.result())

@@ -1,0 +1,148 @@
+"""Turns a user's task module into the engine's task record, once.
+
+Errors in what the user handed us (no such file, a file that does not
+import, a missing function, data of the wrong form) are one line each
+(`UserError`). An exception raised inside the user's own code keeps its
+traceback: it is their bug, and the traceback is what they need.
+"""
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import types
+
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu import tasks
+from tf_mgpu.config import Config
+from tf_mgpu.engine import data
+from tf_mgpu.engine.task import Task
+from tf_mgpu.errors import UserError
+
+
+def load(task) -> Task:
+    """The task record for `task`: a --task string, a module, or an object with the functions."""
+    if isinstance(task, str):
+        tasks.check(task)
+        return adapt(_import(task), name=task, where=f"--task={task}")
+    name = getattr(task, "__name__", type(task).__name__)
+    return adapt(task, name=name, where=f"task {name}")
+
+
+def _import(spec: str):
+    module_name, _, attribute = spec.partition(":")
+    try:
+        if spec in tasks.BUILTIN:
+            return importlib.import_module(tasks.BUILTIN[spec])
+        if tasks.is_file(spec):
+            return _import_file(spec)
+        module = importlib.import_module(module_name)
+    except (SyntaxError, ImportError) as e:
+        raise UserError(f"--task={spec} does not import: {_where_it_failed(e)}") from None
+    if not attribute:
+        return module
+    if not hasattr(module, attribute):
+        raise UserError(f"--task={spec}: module {module_name} has no attribute {attribute!r}")
+    return getattr(module, attribute)
+
+
+def _import_file(path: str) -> types.ModuleType:
+    """Imports the file at `path` under a name of its own, kept in sys.modules (Keras
+    finds the file's functions again by module name when it saves the model)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"tf_mgpu_task_{stem}" if stem.isidentifier() else "tf_mgpu_task"
+    spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _where_it_failed(error: Exception) -> str:
+    """The error's own message, and the file and line where it happened."""
+    if isinstance(error, SyntaxError):
+        return f"{error.msg} ({error.filename}, line {error.lineno})"
+    frames = [f for f in inspect.trace() if "importlib" not in f.filename]
+    place = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{place}"
+
+
+def adapt(module, *, name: str, where: str) -> Task:
+    """The record for a module (or object) that defines build_model and load_data."""
+    for function in ("build_model", "load_data"):
+        if not callable(getattr(module, function, None)):
+            raise UserError(f"{where} defines no {function}(); {tasks.CONTRACT}")
+    load_data = module.load_data
+    takes_config = bool(inspect.signature(load_data).parameters)
+
+    def load(config: Config) -> data.Data:
+        returned = load_data(config) if takes_config else load_data()
+        return to_data(returned, where)
+
+    return Task(
+        name=name,
+        where=where,
+        build_model=module.build_model,
+        load_data=load,
+        preprocess=getattr(module, "preprocess", data.identity),
+        reference_batch=getattr(module, "REFERENCE_BATCH", None),
+        export=getattr(module, "export", None),
+    )
+
+
+def to_data(returned, where: str) -> data.Data:
+    """load_data's result as two in-memory splits; UserError if it has another form."""
+    try:
+        train, test = returned
+    except (TypeError, ValueError):
+        raise UserError(
+            f"{where}: load_data() returned {type(returned).__name__}; it must return "
+            f"(x_train, y_train), (x_test, y_test)"
+        ) from None
+    return data.Data(
+        train=_split(train, where, "train"),
+        test=_split(test, where, "test"),
+    )
+
+
+def _split(pair, where: str, name: str) -> data.Split:
+    if isinstance(pair, tf.data.Dataset):
+        pair = _in_memory(pair, where, name)
+    try:
+        x, y = pair
+    except (TypeError, ValueError):
+        raise UserError(
+            f"{where}: load_data()'s {name} split is {type(pair).__name__}; give "
+            f"(x_{name}, y_{name}) arrays or a tf.data.Dataset of (x, y) elements"
+        ) from None
+    x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
+    y = np.asarray(y)
+    if y.ndim == 0:
+        raise UserError(f"{where}: y_{name} is a single value; give one label per example")
+    for key, array in x.items() if isinstance(x, dict) else [(f"x_{name}", x)]:
+        if array.ndim == 0 or len(array) != len(y):
+            rows = len(array) if array.ndim else "no"
+            raise UserError(
+                f"{where}: {key} has {rows} rows but y_{name} has {len(y)}; "
+                f"give x and y one row per example"
+            )
+    if len(y) == 0:
+        raise UserError(f"{where}: the {name} split is empty; load_data() must return examples")
+    return data.Split(x, y)
+
+
+def _in_memory(dataset: tf.data.Dataset, where: str, name: str) -> tuple:
+    """Every (x, y) element of `dataset`, as arrays (tf_mgpu batches and shuffles itself)."""
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise UserError(
+            f"{where}: load_data()'s {name} dataset yields {spec}; it must yield unbatched "
+            f"(x, y) elements"
+        )
+    parts = list(dataset.batch(8192).as_numpy_iterator())
+    if not parts:
+        raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
+    return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)

@@ -1,0 +1,71 @@
+"""MNIST from TFDS, prepared offline from the four original files when asked, held in memory."""
+
+import tensorflow_datasets as tfds
+
+# TFDS raises this for files whose checksum is not the registered one; it is
+# not re-exported under tfds.download.
+from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
+
+from tf_mgpu.engine.data import Data, Split
+from tf_mgpu.errors import UserError
+from tf_mgpu.tasks.mnist import preflight
+
+_PREPARE_ERRORS = (OSError, tfds.download.DownloadError, NonMatchingChecksumError)
+
+
+def load(
+    data_dir: str | None,
+    manual_dir: str | None,
+    train_split: str = "train",
+    test_split: str = "test",
+) -> Data:
+    """MNIST as uint8 images (N, 28, 28) and int64 labels, prepared into `data_dir` if needed.
+
+    With `manual_dir`, TFDS's own `mnist` builder prepares the data from the
+    four original .gz files there, with no network; without it, TFDS
+    downloads them. MNIST is 55 MB as uint8, so both splits are held in memory.
+    """
+    preflight.manual_dir(manual_dir)
+    tfds.disable_progress_bar()
+    builder = tfds.builder("mnist", data_dir=data_dir)
+    if not builder.is_prepared():
+        builder = _prepare(
+            builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
+        )
+    return Data(
+        train=_read_split(builder, train_split, "--train_split"),
+        test=_read_split(builder, test_split, "--test_split"),
+    )
+
+
+def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.core.DatasetBuilder:
+    """Prepares MNIST; returns a builder that reads the prepared data."""
+    try:
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+        )
+        return builder
+    except _PREPARE_ERRORS as e:  # no network, wrong files, unwritable data_dir, or a race
+        # Workers sharing a data_dir on one machine prepare it at once; TFDS
+        # lets the first finish and fails the others' final rename.
+        again = tfds.builder("mnist", data_dir=builder.data_dir_root)
+        if again.is_prepared():
+            return again
+        fix = (
+            "check that --data_dir is writable and --manual_dir holds the original, "
+            "uncorrupted files"
+            if manual_dir
+            else "offline, pass --manual_dir=DIR where DIR holds the four MNIST .gz files"
+        )
+        raise UserError(
+            f"could not prepare MNIST in {builder.data_dir} "
+            f"({type(e).__name__}: {str(e)[:200]}); {fix}"
+        ) from None
+
+
+def _read_split(builder: tfds.core.DatasetBuilder, split: str, flag: str) -> Split:
+    try:
+        arrays = tfds.as_numpy(builder.as_dataset(split=split, batch_size=-1))
+    except ValueError as e:
+        raise UserError(f"{flag}={split} is not a valid TFDS split of mnist: {e}") from None
+    return Split(x=arrays["image"][..., 0], y=arrays["label"])

@@ -1,0 +1,384 @@
+"""The assembly: flags' Config and a task in, a trained, checkpointed, exported model out.
+
+A custom loop, not `model.fit`: Keras 3's `fit` fails under
+MultiWorkerMirroredStrategy (keras-team/keras#20585), while `strategy.run`
+inside `tf.function` works the same on one device, N GPUs and N machines.
+The engine (`tf_mgpu.engine`) owns the step maths and every collective;
+the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
+"""
+
+import dataclasses
+import re
+import time
+
+import tensorflow as tf
+
+from tf_mgpu.cluster import preflight, supervisor, tf_config
+from tf_mgpu.config import Config
+from tf_mgpu.engine import (
+    checkpoint,
+    collectives,
+    devices,
+    schedules,
+    stopping,
+    strategies,
+)
+from tf_mgpu.engine.data import Data
+from tf_mgpu.engine.trainer import Trainer, TrainState
+from tf_mgpu.errors import Diverged, PeerLost, Stopped, UserError
+from tf_mgpu.outputs import export, progress, report, tensorboard
+from tf_mgpu.tasks import adapter
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What `run` returns: the summary the chief writes, and the trained state."""
+
+    summary: dict
+    state: TrainState
+
+
+_TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
+
+
+def run(
+    config: Config,
+    task=None,
+    *,
+    strategy: tf.distribute.Strategy | None = None,
+    datasets: Data | None = None,
+    flagfile: str | None = None,
+    stop: stopping.Stop | None = None,
+) -> Result | None:
+    """Trains and evaluates `task` for `config.epochs`, resuming from `config.model_dir`.
+
+    `task` is a --task string, a module or an object (see `tf_mgpu.tasks`);
+    None means `config.task`. `strategy` and `datasets` replace the ones
+    built from `config` (tests use this). `flagfile` is the text of a
+    flagfile that replays the run; the chief writes it into
+    `config.model_dir` with the other outputs. `stop` carries SIGTERM/SIGINT
+    requests (see `tf_mgpu.engine.stopping`). Returns None when the model dir
+    already holds every epoch asked for.
+    """
+    stop = stop or stopping.Stop()
+    node = tf_config.task_from_env()
+    chief_print = print if node.is_chief else (lambda *args, **kwargs: None)
+    outputs = report.Outputs(config.model_dir if node.is_chief else None)
+    # Inputs are checked before joining the cluster: a task that failed later
+    # would leave its peers waiting for it.
+    outputs.check()
+    preflight.strategy(config.strategy, node, config.num_cpu_devices)
+    work = adapter.load(config.task if task is None else task)
+    if strategy is None:
+        devices.grow_gpu_memory(config.memory_growth)
+        devices.split_cpu(config.num_cpu_devices)
+        supervisor.notify("joining")
+        strategy = strategies.create(config.strategy, node)
+        supervisor.notify("joined")
+    stop.start_training(strategy, node.num_workers > 1)
+    if datasets is None:
+        datasets = work.load_data(config)
+    trainer = Trainer(strategy, config, work, datasets)
+    if config.clean:  # once the task checked out: a broken one loses nothing
+        outputs.clean()
+    collectives.barrier(strategy)  # no peer reads checkpoints the chief is deleting
+    checkpoints = checkpoint.Checkpoints(
+        trainer.state.checkpointed(), config.model_dir, is_chief=node.is_chief, warn=chief_print
+    )
+    logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
+    try:
+        return _train(strategy, node, config, trainer, checkpoints, outputs, logs, flagfile, stop)
+    finally:
+        logs.close()
+
+
+def _train(
+    strategy: tf.distribute.Strategy,
+    task: tf_config.Task,
+    config: Config,
+    trainer: Trainer,
+    checkpoints: checkpoint.Checkpoints,
+    outputs: report.Outputs,
+    logs: tensorboard.Summaries,
+    flagfile: str | None,
+    stop: stopping.Stop,
+) -> Result | None:
+    """`run` once the cluster, the data and the state exist: resume, train, save, export."""
+    chief_print = print if task.is_chief else (lambda *args, **kwargs: None)
+    multi_worker = task.num_workers > 1
+    history = _resume(strategy, config, trainer, checkpoints, outputs, logs, flagfile, chief_print)
+    epoch, _ = trainer.position()
+    if epoch >= config.epochs:
+        chief_print(
+            f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs "
+            f"(--epochs={config.epochs}); nothing to train. Raise --epochs to train on, or "
+            f"pass --clean to start over",
+            flush=True,
+        )
+        return None
+    print(
+        report.start_line(strategy, str(task), config, trainer.global_batch, trainer.task.name),
+        flush=True,
+    )
+    dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
+    if dropped > 0.05 * trainer.train_examples:
+        chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
+    supervisor.notify("alive")
+
+    last_saved, last_logged, checkpoint_seconds = trainer.step(), trainer.step(), 0.0
+    interval, seconds_seen = tensorboard.Interval(), trainer.call_seconds
+    epoch_began = (0.0, 0.0)  # (examples, call seconds) when this process began the epoch
+    bar = progress.Progress(enabled=task.is_chief)
+
+    def save() -> None:
+        nonlocal last_saved, checkpoint_seconds
+        started = time.perf_counter()
+        if not trainer.weights_finite():
+            epoch, _ = trainer.position()
+            raise Diverged(
+                f"the weights are not finite after step {trainer.step():,} (epoch {epoch + 1}); "
+                f"lower --learning_rate"
+            )
+        checkpoints.save(trainer.step())
+        last_saved = trainer.step()
+        checkpoint_seconds += time.perf_counter() - started
+        supervisor.notify("alive")
+
+    def observe(step: int, last: bool) -> None:
+        """After a call: every --log_steps, and at the epoch's end, the curve; the bar.
+
+        Reading the sums costs about half a millisecond, and is collective under
+        MultiWorkerMirroredStrategy, so it happens at the curve's points,
+        which every worker agrees on, and after every call only for a live
+        bar in a single process.
+        """
+        nonlocal last_logged, seconds_seen
+        point = step - last_logged >= config.log_steps or last
+        if not (point or (bar.live and not multi_worker)):
+            return
+        loss, examples = trainer.state.train_sums.totals()
+        interval.update(loss, examples, trainer.call_seconds - seconds_seen)
+        seconds_seen = trainer.call_seconds
+        if bar.live:
+            seconds = max(trainer.call_seconds - epoch_began[1], 1e-9)
+            done = step - trainer.position()[0] * trainer.train_steps
+            bar.update(done, loss / max(examples, 1.0), (examples - epoch_began[0]) / seconds)
+        if point:
+            last_logged = step
+            mean, speed = interval.take()
+            logs.training(step, mean, speed, trainer.rate_at(step - 1))
+
+    def between_calls(last: bool) -> None:
+        supervisor.notify("alive")
+        step = trainer.step()  # once per call: a read costs ~0.2 ms, every step at steps_per_loop=1
+        observe(step, last)
+        if last:  # the epoch's end saves and checks for a stop after evaluating
+            return
+        if stop.agreed():
+            save()
+            collectives.finish_together(strategy)
+            raise Stopped(_stopped(stop, checkpoints))
+        if step - last_saved >= config.checkpoint_steps:
+            save()
+
+    try:
+        for epoch in range(trainer.position()[0] + 1, config.epochs + 1):
+            _, done = trainer.position()
+            # A resumed epoch continues from its restored sums.
+            sums = trainer.state.train_sums.totals() if done else (0.0, 0.0)
+            interval.start_epoch(*sums)
+            epoch_began = (sums[1], trainer.call_seconds)
+            bar.start_epoch(epoch, config.epochs, trainer.train_steps, done)
+            try:
+                record = {"epoch": epoch, **trainer.train_epoch(between_calls)}
+            finally:
+                bar.end_epoch()
+            record.update(trainer.evaluate())
+            history.append(record)
+            outputs.epoch(record)
+            logs.epoch(trainer.step(), record)
+            chief_print(report.epoch_line(record, config.epochs), flush=True)
+            save()
+            if epoch < config.epochs and stop.agreed():
+                collectives.finish_together(strategy)
+                raise Stopped(_stopped(stop, checkpoints))
+    except tf.errors.ResourceExhaustedError:
+        raise UserError(out_of_memory(config, trainer)) from None
+    except Diverged as e:
+        kept = checkpoints.latest or "none was saved"
+        raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
+    except collectives.PEER_ERRORS as e:
+        if not multi_worker:
+            raise
+        raise PeerLost(_lost_peer(e, task, checkpoints)) from None
+    except OSError as e:  # metrics.jsonl: a full or read-only disk
+        raise UserError(
+            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        ) from None
+    summary = _summary(strategy, task, config, trainer, history)
+    summary["checkpoint_seconds"] = checkpoint_seconds
+    workers_agree = collectives.same_weights_everywhere(
+        strategy, task.num_workers, summary["weights_sha256"]
+    )
+    collectives.finish_together(strategy)
+    try:
+        outputs.finish(summary, trainer.state.model)
+        if outputs.model_dir is not None:  # the chief
+            (trainer.task.export or export.save)(trainer.state.model, outputs.model_dir)
+    except OSError as e:
+        raise UserError(
+            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        ) from None
+    chief_print(report.final_line(summary), flush=True)
+    chief_print(report.weights_line(summary["weights_sha256"], workers_agree), flush=True)
+    return Result(summary=summary, state=trainer.state)
+
+
+def _resume(
+    strategy: tf.distribute.Strategy,
+    config: Config,
+    trainer: Trainer,
+    checkpoints: checkpoint.Checkpoints,
+    outputs: report.Outputs,
+    logs: tensorboard.Summaries,
+    flagfile: str | None,
+    chief_print,
+) -> list[dict]:
+    """Restores the newest checkpoint if `config.model_dir` has one from this run.
+
+    Returns the metrics of the epochs already done. Refuses a model dir that
+    holds another run, or outputs without checkpoints.
+    """
+    current = checkpoint.fingerprint(
+        trainer.state.model.weights,
+        train_examples=trainer.train_examples,
+        seed=config.seed,
+        global_batch=trainer.global_batch,
+        recipe=dataclasses.asdict(config),
+    )
+    saved = checkpoints.saved_fingerprint()
+    if saved is not None:
+        why = checkpoint.incompatibility(saved, current)
+        if why:
+            raise UserError(
+                f"--model_dir={config.model_dir} holds a run with {why}; rerun with that "
+                f"run's flags (its flags.txt) to resume it, pass --clean to start over "
+                f"there, or choose another --model_dir"
+            )
+    restored = checkpoints.restore()
+    if restored is None:
+        if outputs.has_outputs():
+            raise UserError(
+                f"--model_dir={config.model_dir} holds another run's outputs but no "
+                f"checkpoints to resume; pass --clean to start over there, or choose "
+                f"another --model_dir"
+            )
+        checkpoints.record(current)
+        outputs.begin(flagfile)
+        logs.begin(hparams(config, trainer, strategy))
+        collectives.check_same_start(strategy, trainer.step())
+        return []
+    collectives.check_same_start(strategy, trainer.step())
+    epoch, step = trainer.position()
+    if not 0 <= step <= trainer.train_steps:
+        raise UserError(
+            f"checkpoint {restored} is at step {trainer.step()} of epoch {epoch + 1}, which "
+            f"does not fit {trainer.train_steps} steps per epoch; pass --clean to start over"
+        )
+    changed = checkpoint.changes(saved or {}, current)
+    chief_print(
+        f"tf_mgpu resume: from {restored} (step {trainer.step():,}: epoch {epoch + 1}, step "
+        f"{step} of {trainer.train_steps})"
+        + (f"; changed: {', '.join(changed)}" if changed else ""),
+        flush=True,
+    )
+    checkpoints.record(current)
+    logs.resume(trainer.step())
+    return outputs.resume(epoch, flagfile)
+
+
+def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) -> dict:
+    """The run's hyperparameters as TensorBoard's HParams dashboard shows them."""
+    return {
+        "strategy": strategies.name_of(strategy),
+        "replicas": strategy.num_replicas_in_sync,
+        "batch_size": config.batch_size,
+        "accumulation_steps": config.accumulation_steps,
+        "global_batch": trainer.global_batch,
+        "learning_rate": trainer.rate_at(0),
+        "peak_learning_rate": schedules.peak_rate(trainer.learning_rate),
+        "task": trainer.task.name,
+        "scale_lr": config.scale_lr,
+        "warmup_epochs": config.warmup_epochs,
+        "epochs": config.epochs,
+        "seed": config.seed,
+        "train_split": config.train_split,
+        "input": config.input,
+        "dtype": config.dtype,
+        "steps_per_loop": config.steps_per_loop,
+        "xla": trainer.jit_scope,
+    }
+
+
+def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
+    return f"{stop.requested}: saved {checkpoints.latest}; rerun the same command to resume from it"
+
+
+def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:
+    """One line naming the task that went away, from TensorFlow's error message."""
+    names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(task)}
+    peers = ", ".join(sorted(names)) or "a peer"
+    last = checkpoints.latest or "none yet"
+    reason = str(error).strip().splitlines()[0][:120]
+    return (
+        f"{task} lost {peers} during training ({type(error).__name__}: {reason}); last "
+        f"checkpoint: {last}. Rerun the same command on every worker to resume"
+    )
+
+
+def out_of_memory(config: Config, trainer: Trainer) -> str:
+    """The one line for a run that ran out of device memory, naming the batch and the fixes."""
+    replicas = trainer.global_batch // trainer.per_replica
+    return (
+        f"out of memory at a global batch of {trainer.global_batch} "
+        f"({config.batch_size} per replica x {replicas} replicas x "
+        f"{config.accumulation_steps} accumulation steps); lower --batch_size, or raise "
+        f"--accumulation_steps to keep the global batch with less memory per step"
+    )
+
+
+def _summary(
+    strategy: tf.distribute.Strategy,
+    task: tf_config.Task,
+    config: Config,
+    trainer: Trainer,
+    history: list[dict],
+) -> dict:
+    train_seconds = sum(record["seconds"] for record in history)
+    steady = history[1:] or history  # the first epoch also compiles
+    return {
+        "strategy": strategies.name_of(strategy),
+        "task": str(task),
+        "num_workers": task.num_workers,
+        "replicas": strategy.num_replicas_in_sync,
+        "devices": strategies.devices_of(strategy),
+        "per_replica_batch": config.batch_size,
+        "accumulation_steps": config.accumulation_steps,
+        "global_batch": trainer.global_batch,
+        "steps_per_epoch": trainer.train_steps,
+        "learning_rate": schedules.peak_rate(trainer.learning_rate),
+        "task_name": trainer.task.name,
+        "xla": trainer.jit_scope,
+        "config": dataclasses.asdict(config),
+        "history": history,
+        # test_loss, test_<metric> for every compiled metric, test_examples
+        **{key: value for key, value in history[-1].items() if key.startswith("test_")},
+        "train_seconds": train_seconds,
+        "examples_per_second": sum(r["train_examples"] for r in history) / train_seconds,
+        "steady_examples_per_second": sum(r["train_examples"] for r in steady)
+        / sum(r["seconds"] for r in steady),
+        "first_epoch_seconds": history[0]["seconds"],
+        "weights_sha256": report.weights_digest(trainer.state.model),
+        "versions": report.versions(),
+        **report.memory_use(),
+    }
