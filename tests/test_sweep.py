@@ -1,5 +1,6 @@
 """`python -m tf_mgpu.sweep` as users run it: a tiny real sweep, and its flag errors."""
 
+import json
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ def test_a_tiny_sweep_writes_rows_chart_and_errors_as_rows(tmp_path, mnist_data_
         f"--manual_dir={support.mnist_manual_dir()}",
         "--train_split=train[:1024]",
         "--test_split=test[:200]",
+        "--task=mnist_mlp",
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -50,7 +52,8 @@ def test_a_tiny_sweep_writes_rows_chart_and_errors_as_rows(tmp_path, mnist_data_
         assert row["examples_per_second"] > 0, row
         assert 0 <= row["test_accuracy"] <= 1, row
         assert row["peak_host_memory_mib"] > 100, row
-        assert (tmp_path / "runs" / name / "summary.json").is_file(), name
+        summary = json.loads((tmp_path / "runs" / name / "summary.json").read_text())
+        assert summary["task_name"] == "mnist_mlp", name
     assert rows["fixed_w1_r1_b32"]["scaling_efficiency"] == 1.0
     assert rows["fixed_w1_r2_b32"]["scaling_efficiency"] > 0
     support.assert_png(tmp_path / sweeping.CHART)

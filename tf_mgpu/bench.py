@@ -47,6 +47,12 @@ _MWMS_BATCHES = flags.DEFINE_list(
     [str(batch) for batch in benchmark.MWMS_BATCHES],
     "Global batches of the multi-worker pairs: 2 workers at G/2 each vs 1 process at G.",
 )
+_TASK = flags.DEFINE_string(
+    "task",
+    "mnist_mlp",
+    "What tf_mgpu.main trains, as its --task. The reference loops train mnist_mlp's recipe "
+    "and run only for it; another task compares tf_mgpu's own variants.",
+)
 _TRAIN_SPLIT = flags.DEFINE_string("train_split", "train", "TFDS split every run trains on.")
 _TEST_SPLIT = flags.DEFINE_string("test_split", "test", "TFDS split every run evaluates on.")
 _TIMEOUT = flags.DEFINE_float(
@@ -65,6 +71,7 @@ def settings_from_flags() -> benchmark.Settings:
         train_split=_TRAIN_SPLIT.value,
         test_split=_TEST_SPLIT.value,
         timeout=_TIMEOUT.value,
+        task=_TASK.value,
     )
 
 
@@ -89,7 +96,7 @@ def run_reference(settings: benchmark.Settings) -> None:
 
 def run_benchmark(settings: benchmark.Settings) -> bool:
     """Runs the benchmark; True if every run succeeded."""
-    variants, scaling, targets = benchmark.select(_ONLY.value, mwms_batches())
+    variants, scaling, targets = benchmark.select(_ONLY.value, mwms_batches(), settings.task)
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_"))
     report = benchmark.run(variants, scaling, targets, settings, _ROUNDS.value, out, echo=_echo)
     return not report["failures"]

@@ -64,6 +64,11 @@ _WARMUP_EPOCHS = flags.DEFINE_float(
 _LEARNING_RATE = flags.DEFINE_float(
     "learning_rate", None, "Passed to every run; default: tf_mgpu.main's."
 )
+_TASK = flags.DEFINE_string(
+    "task",
+    None,
+    "Passed to every run: what to train, as tf_mgpu.main's --task (default: mnist_mlp).",
+)
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "Passed to every run.")
 _MANUAL_DIR = flags.DEFINE_string("manual_dir", None, "Passed to every run.")
 _TRAIN_SPLIT = flags.DEFINE_string("train_split", None, "Passed to every run.")
@@ -117,7 +122,7 @@ def _ints(name: str, values: list[str]) -> list[int]:
 
 
 def _main_flags() -> tuple[str, ...]:
-    passed = (_LEARNING_RATE, _DATA_DIR, _MANUAL_DIR, _TRAIN_SPLIT, _TEST_SPLIT)
+    passed = (_TASK, _LEARNING_RATE, _DATA_DIR, _MANUAL_DIR, _TRAIN_SPLIT, _TEST_SPLIT)
     return tuple(f"--{h.name}={h.value}" for h in passed if h.value is not None)
 
 

@@ -7,17 +7,19 @@ The engine (`tf_mgpu.engine`) owns the step maths and every collective;
 the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 """
 
+import contextlib
 import dataclasses
 import re
-import time
 
 import tensorflow as tf
 
 from tf_mgpu.cluster import preflight, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine import (
+    actions,
     checkpoint,
     collectives,
+    controller,
     devices,
     schedules,
     stopping,
@@ -25,7 +27,8 @@ from tf_mgpu.engine import (
 )
 from tf_mgpu.engine.data import Data
 from tf_mgpu.engine.trainer import Trainer, TrainState
-from tf_mgpu.errors import Diverged, PeerLost, Stopped, UserError
+from tf_mgpu.errors import Diverged, PeerLost, UserError
+from tf_mgpu.outputs import actions as outputs_actions
 from tf_mgpu.outputs import export, progress, report, tensorboard
 from tf_mgpu.tasks import adapter
 
@@ -125,98 +128,30 @@ def _train(
         chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
     supervisor.notify("alive")
 
-    last_saved, last_logged, checkpoint_seconds = trainer.step(), trainer.step(), 0.0
-    interval, seconds_seen = tensorboard.Interval(), trainer.call_seconds
-    epoch_began = (0.0, 0.0)  # (examples, call seconds) when this process began the epoch
-    bar = progress.Progress(enabled=task.is_chief)
+    with _failures(config, trainer, task, checkpoints, multi_worker):
+        saving = actions.Checkpointing(trainer, checkpoints, config.checkpoint_steps)
+        curve = outputs_actions.TrainingCurve(trainer, logs, config.log_steps)
+        bar = progress.Progress(enabled=task.is_chief)
+        # The order is load-bearing: the curve reads the sums the bar then shows; a save
+        # precedes the stop check, which saves first when it stops mid-epoch; an epoch's
+        # record is written before its save, and the stop check comes after both.
+        controller.Controller(
+            trainer,
+            config.epochs,
+            [
+                actions.Heartbeat(),
+                curve,
+                outputs_actions.ProgressBar(bar, curve, config.epochs, single=not multi_worker),
+                outputs_actions.EpochLog(
+                    trainer, history, outputs, logs, config.epochs, chief_print
+                ),
+                saving,
+                actions.StopOnSignal(stop, saving, strategy, config.epochs),
+            ],
+        ).run()
 
-    def save() -> None:
-        nonlocal last_saved, checkpoint_seconds
-        started = time.perf_counter()
-        if not trainer.weights_finite():
-            epoch, _ = trainer.position()
-            raise Diverged(
-                f"the weights are not finite after step {trainer.step():,} (epoch {epoch + 1}); "
-                f"lower --learning_rate"
-            )
-        checkpoints.save(trainer.step())
-        last_saved = trainer.step()
-        checkpoint_seconds += time.perf_counter() - started
-        supervisor.notify("alive")
-
-    def observe(step: int, last: bool) -> None:
-        """After a call: every --log_steps, and at the epoch's end, the curve; the bar.
-
-        Reading the sums costs about half a millisecond, and is collective under
-        MultiWorkerMirroredStrategy, so it happens at the curve's points,
-        which every worker agrees on, and after every call only for a live
-        bar in a single process.
-        """
-        nonlocal last_logged, seconds_seen
-        point = step - last_logged >= config.log_steps or last
-        if not (point or (bar.live and not multi_worker)):
-            return
-        loss, examples = trainer.state.train_sums.totals()
-        interval.update(loss, examples, trainer.call_seconds - seconds_seen)
-        seconds_seen = trainer.call_seconds
-        if bar.live:
-            seconds = max(trainer.call_seconds - epoch_began[1], 1e-9)
-            done = step - trainer.position()[0] * trainer.train_steps
-            bar.update(done, loss / max(examples, 1.0), (examples - epoch_began[0]) / seconds)
-        if point:
-            last_logged = step
-            mean, speed = interval.take()
-            logs.training(step, mean, speed, trainer.rate_at(step - 1))
-
-    def between_calls(last: bool) -> None:
-        supervisor.notify("alive")
-        step = trainer.step()  # once per call: a read costs ~0.2 ms, every step at steps_per_loop=1
-        observe(step, last)
-        if last:  # the epoch's end saves and checks for a stop after evaluating
-            return
-        if stop.agreed():
-            save()
-            collectives.finish_together(strategy)
-            raise Stopped(_stopped(stop, checkpoints))
-        if step - last_saved >= config.checkpoint_steps:
-            save()
-
-    try:
-        for epoch in range(trainer.position()[0] + 1, config.epochs + 1):
-            _, done = trainer.position()
-            # A resumed epoch continues from its restored sums.
-            sums = trainer.state.train_sums.totals() if done else (0.0, 0.0)
-            interval.start_epoch(*sums)
-            epoch_began = (sums[1], trainer.call_seconds)
-            bar.start_epoch(epoch, config.epochs, trainer.train_steps, done)
-            try:
-                record = {"epoch": epoch, **trainer.train_epoch(between_calls)}
-            finally:
-                bar.end_epoch()
-            record.update(trainer.evaluate())
-            history.append(record)
-            outputs.epoch(record)
-            logs.epoch(trainer.step(), record)
-            chief_print(report.epoch_line(record, config.epochs), flush=True)
-            save()
-            if epoch < config.epochs and stop.agreed():
-                collectives.finish_together(strategy)
-                raise Stopped(_stopped(stop, checkpoints))
-    except tf.errors.ResourceExhaustedError:
-        raise UserError(out_of_memory(config, trainer)) from None
-    except Diverged as e:
-        kept = checkpoints.latest or "none was saved"
-        raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
-    except collectives.PEER_ERRORS as e:
-        if not multi_worker:
-            raise
-        raise PeerLost(_lost_peer(e, task, checkpoints)) from None
-    except OSError as e:  # metrics.jsonl: a full or read-only disk
-        raise UserError(
-            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
-        ) from None
     summary = _summary(strategy, task, config, trainer, history)
-    summary["checkpoint_seconds"] = checkpoint_seconds
+    summary["checkpoint_seconds"] = saving.seconds
     workers_agree = collectives.same_weights_everywhere(
         strategy, task.num_workers, summary["weights_sha256"]
     )
@@ -232,6 +167,26 @@ def _train(
     chief_print(report.final_line(summary), flush=True)
     chief_print(report.weights_line(summary["weights_sha256"], workers_agree), flush=True)
     return Result(summary=summary, state=trainer.state)
+
+
+@contextlib.contextmanager
+def _failures(config: Config, trainer: Trainer, node, checkpoints, multi_worker: bool):
+    """Expected ways for training to fail, each turned into its one line."""
+    try:
+        yield
+    except tf.errors.ResourceExhaustedError:
+        raise UserError(out_of_memory(config, trainer)) from None
+    except Diverged as e:
+        kept = checkpoints.latest or "none was saved"
+        raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
+    except collectives.PEER_ERRORS as e:
+        if not multi_worker:
+            raise
+        raise PeerLost(_lost_peer(e, node, checkpoints)) from None
+    except OSError as e:  # metrics.jsonl: a full or read-only disk
+        raise UserError(
+            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        ) from None
 
 
 def _resume(
@@ -318,10 +273,6 @@ def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) 
         "steps_per_loop": config.steps_per_loop,
         "xla": trainer.jit_scope,
     }
-
-
-def _stopped(stop: stopping.Stop, checkpoints: checkpoint.Checkpoints) -> str:
-    return f"{stop.requested}: saved {checkpoints.latest}; rerun the same command to resume from it"
 
 
 def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:

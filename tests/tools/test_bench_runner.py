@@ -53,6 +53,17 @@ def test_only_selects_variants_and_pairs_with_the_targets_they_can_answer():
     assert len(targets) == 4, targets
 
 
+def test_another_task_runs_tf_mgpus_variants_only_and_passes_the_task(tmp_path):
+    variants, _, targets = benchmark.select(None, [], task="examples/convnet_task.py")
+    names = {variant.name for variant in variants}
+    assert not names & {"seed_torch", "keras_fit", "xla_floor"}, names
+    assert "tf_mgpu" in names
+    assert all({t.a, t.b} <= names for t in targets), targets
+    settings = benchmark.Settings(manual_dir="/m", task="examples/convnet_task.py")
+    command = benchmark.command(variants[0], settings, tmp_path)
+    assert "--task=examples/convnet_task.py" in command, command
+
+
 @pytest.mark.parametrize(
     ("only", "batches", "message"),
     [(["tf_mgpu", "nope"], [], "unknown nope"), (None, [100, 33], "33 is not an even")],

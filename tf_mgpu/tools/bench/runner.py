@@ -47,6 +47,9 @@ class Settings:
 
     manual_dir: str
     data_dir: str | None = None
+    # What tf_mgpu.main trains. The reference loops (the seed's PyTorch loop, Keras fit,
+    # the XLA floor) are mnist_mlp's recipe, so they run only for it.
+    task: str = "mnist_mlp"
     epochs: int = 10
     train_split: str = "train"
     test_split: str = "test"
@@ -191,18 +194,23 @@ def mwms_pair(global_batch: int) -> tuple[list[Variant], Comparison]:
 
 
 def select(
-    only: Sequence[str] | None, mwms_batches: Sequence[int]
+    only: Sequence[str] | None, mwms_batches: Sequence[int], task: str = "mnist_mlp"
 ) -> tuple[list[Variant], list[Comparison], list[Comparison]]:
     """(variants to run, scaling pairs, targets) for `--only` names, or everything.
 
-    Names are the table's variants and the pairs 'mirroring' and 'mwms_G'.
+    Names are the table's variants and the pairs 'mirroring' and 'mwms_G'. For a
+    task other than mnist_mlp the reference loops (which train mnist_mlp) are left out.
     """
     for batch in mwms_batches:
         if batch < 2 or batch % 2:
             raise UserError(f"--mwms_batches: {batch} is not an even global batch >= 2")
     pairs = {"mirroring": mirroring_pair(), "mirroring_nojit": mirroring_without_xla_pair()}
     pairs.update({f"mwms_{g}": mwms_pair(g) for g in mwms_batches})
-    table = {variant.name: variant for variant in TABLE}
+    table = {
+        variant.name: variant
+        for variant in TABLE
+        if task == "mnist_mlp" or variant.main_args is not None
+    }
     names = list(only) if only else [*table, *pairs]
     unknown = [name for name in names if name not in table and name not in pairs]
     if unknown:
@@ -246,6 +254,7 @@ def command(variant: Variant, settings: Settings, model_dir: pathlib.Path | None
         "-m",
         "tf_mgpu.main",
         *common,
+        f"--task={settings.task}",
         f"--model_dir={model_dir}",
         *strategy,
         *variant.main_args,

@@ -245,7 +245,8 @@ def row(point: Point, *, summary: dict | None = None, error: str | None = None) 
         examples_per_second=summary["steady_examples_per_second"],
         epoch_seconds=sum(r["seconds"] for r in steady) / len(steady),
         first_epoch_seconds=summary["first_epoch_seconds"],
-        test_accuracy=summary["test_accuracy"],
+        # A task compiled without "accuracy" has none to chart.
+        test_accuracy=summary.get("test_accuracy", float("nan")),
         peak_host_memory_mib=summary["peak_host_memory_mib"],
         peak_gpu_memory_mib=max(gpu_peaks.values(), default=None),
     )
