@@ -21,7 +21,6 @@ from tf_mgpu.engine import (
     collectives,
     controller,
     devices,
-    schedules,
     stopping,
     strategies,
 )
@@ -29,7 +28,7 @@ from tf_mgpu.engine.data import Data
 from tf_mgpu.engine.trainer import Trainer, TrainState
 from tf_mgpu.errors import Diverged, PeerLost, UserError
 from tf_mgpu.outputs import actions as outputs_actions
-from tf_mgpu.outputs import export, progress, report, tensorboard
+from tf_mgpu.outputs import export, progress, report, summary, tensorboard
 from tf_mgpu.tasks import adapter
 
 
@@ -150,23 +149,29 @@ def _train(
             ],
         ).run()
 
-    summary = _summary(strategy, task, config, trainer, history)
-    summary["checkpoint_seconds"] = saving.seconds
+    return _finish(strategy, task, config, trainer, history, outputs, saving)
+
+
+def _finish(strategy, node, config: Config, trainer: Trainer, history, outputs, saving) -> Result:
+    """After the last epoch: the summary, the workers' agreement, the outputs and exports."""
+    chief_print = print if node.is_chief else (lambda *args, **kwargs: None)
+    facts = summary.summary(strategy, node, config, trainer, history)
+    facts["checkpoint_seconds"] = saving.seconds
     workers_agree = collectives.same_weights_everywhere(
-        strategy, task.num_workers, summary["weights_sha256"]
+        strategy, node.num_workers, facts["weights_sha256"]
     )
     collectives.finish_together(strategy)
     try:
-        outputs.finish(summary, trainer.state.model)
+        outputs.finish(facts, trainer.state.model)
         if outputs.model_dir is not None:  # the chief
             (trainer.task.export or export.save)(trainer.state.model, outputs.model_dir)
     except OSError as e:
         raise UserError(
-            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+            saving.checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
         ) from None
-    chief_print(report.final_line(summary), flush=True)
-    chief_print(report.weights_line(summary["weights_sha256"], workers_agree), flush=True)
-    return Result(summary=summary, state=trainer.state)
+    chief_print(report.final_line(facts), flush=True)
+    chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
+    return Result(summary=facts, state=trainer.state)
 
 
 @contextlib.contextmanager
@@ -230,7 +235,9 @@ def _resume(
             )
         checkpoints.record(current)
         outputs.begin(flagfile)
-        logs.begin(hparams(config, trainer, strategy))
+        logs.begin(
+            summary.hparams(config, trainer, strategy), list(trainer.state.objective.metrics)
+        )
         collectives.check_same_start(strategy, trainer.step())
         return []
     collectives.check_same_start(strategy, trainer.step())
@@ -250,29 +257,6 @@ def _resume(
     checkpoints.record(current)
     logs.resume(trainer.step())
     return outputs.resume(epoch, flagfile)
-
-
-def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) -> dict:
-    """The run's hyperparameters as TensorBoard's HParams dashboard shows them."""
-    return {
-        "strategy": strategies.name_of(strategy),
-        "replicas": strategy.num_replicas_in_sync,
-        "batch_size": config.batch_size,
-        "accumulation_steps": config.accumulation_steps,
-        "global_batch": trainer.global_batch,
-        "learning_rate": trainer.rate_at(0),
-        "peak_learning_rate": schedules.peak_rate(trainer.learning_rate),
-        "task": trainer.task.name,
-        "scale_lr": config.scale_lr,
-        "warmup_epochs": config.warmup_epochs,
-        "epochs": config.epochs,
-        "seed": config.seed,
-        "train_split": config.train_split,
-        "input": config.input,
-        "dtype": config.dtype,
-        "steps_per_loop": config.steps_per_loop,
-        "xla": trainer.jit_scope,
-    }
 
 
 def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:
@@ -296,40 +280,3 @@ def out_of_memory(config: Config, trainer: Trainer) -> str:
         f"{config.accumulation_steps} accumulation steps); lower --batch_size, or raise "
         f"--accumulation_steps to keep the global batch with less memory per step"
     )
-
-
-def _summary(
-    strategy: tf.distribute.Strategy,
-    task: tf_config.Task,
-    config: Config,
-    trainer: Trainer,
-    history: list[dict],
-) -> dict:
-    train_seconds = sum(record["seconds"] for record in history)
-    steady = history[1:] or history  # the first epoch also compiles
-    return {
-        "strategy": strategies.name_of(strategy),
-        "task": str(task),
-        "num_workers": task.num_workers,
-        "replicas": strategy.num_replicas_in_sync,
-        "devices": strategies.devices_of(strategy),
-        "per_replica_batch": config.batch_size,
-        "accumulation_steps": config.accumulation_steps,
-        "global_batch": trainer.global_batch,
-        "steps_per_epoch": trainer.train_steps,
-        "learning_rate": schedules.peak_rate(trainer.learning_rate),
-        "task_name": trainer.task.name,
-        "xla": trainer.jit_scope,
-        "config": dataclasses.asdict(config),
-        "history": history,
-        # test_loss, test_<metric> for every compiled metric, test_examples
-        **{key: value for key, value in history[-1].items() if key.startswith("test_")},
-        "train_seconds": train_seconds,
-        "examples_per_second": sum(r["train_examples"] for r in history) / train_seconds,
-        "steady_examples_per_second": sum(r["train_examples"] for r in steady)
-        / sum(r["seconds"] for r in steady),
-        "first_epoch_seconds": history[0]["seconds"],
-        "weights_sha256": report.weights_digest(trainer.state.model),
-        "versions": report.versions(),
-        **report.memory_use(),
-    }

@@ -1,5 +1,6 @@
-"""Loss and accuracy sums across replicas."""
+"""Loss and metric sums across replicas."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -7,12 +8,14 @@ import tensorflow as tf
 from tests.support import cpu_strategy
 from tf_mgpu.engine import metrics
 
+ACCURACY = {"accuracy": keras.metrics.sparse_categorical_accuracy}
+
 
 @pytest.mark.parametrize("replicas", [1, 4])
 def test_result_sums_every_replica_and_skips_weight_zero(replicas):
     strategy = cpu_strategy(replicas)
     with strategy.scope():
-        sums = metrics.Sums("test")
+        sums = metrics.Sums("test", ACCURACY)
 
     def update():
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group
@@ -21,7 +24,7 @@ def test_result_sums_every_replica_and_skips_weight_zero(replicas):
         loss = tf.stack([tf.cast(replica, tf.float32), 1.0, 1000.0])
         logits = tf.constant([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
         labels = tf.constant([1, 0, 1])
-        sums.update(loss, logits, labels, tf.constant([1.0, 1.0, 0.0]))
+        sums.update(loss, labels, logits, tf.constant([1.0, 1.0, 0.0]))
 
     strategy.run(tf.function(update))
     expected_loss = (sum(range(replicas)) + replicas) / (2 * replicas)
@@ -35,7 +38,15 @@ def test_result_sums_every_replica_and_skips_weight_zero(replicas):
 
 def test_accuracy_counts_argmax_hits():
     with tf.distribute.get_strategy().scope():
-        sums = metrics.Sums("plain")
+        sums = metrics.Sums("plain", ACCURACY)
     logits = np.array([[2.0, 1.0], [0.0, 3.0], [5.0, 0.0], [0.0, 1.0]], np.float32)
-    sums.update(tf.zeros(4), logits, tf.constant([0, 1, 1, 1]))
+    sums.update(tf.zeros(4), tf.constant([0, 1, 1, 1]), logits)
     assert sums.result()["accuracy"] == 0.75
+
+
+def test_every_metric_is_summed_and_the_checkpoint_order_is_loss_metrics_count():
+    with tf.distribute.get_strategy().scope():
+        sums = metrics.Sums("x", {"a": lambda y, p: y, "b": lambda y, p: 2 * p})
+    sums.update(tf.constant([1.0, 3.0]), tf.constant([1.0, 0.0]), tf.constant([0.5, 0.5]))
+    assert sums.result() == pytest.approx({"loss": 2.0, "a": 0.5, "b": 1.0, "examples": 2})
+    assert [v.name.split(":")[0] for v in sums.variables()] == ["x_loss", "x_a", "x_b", "x_count"]

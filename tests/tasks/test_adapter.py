@@ -3,9 +3,12 @@
 An exception raised inside the user's own code keeps its traceback (exit 1).
 """
 
+import json
 import textwrap
 
+import keras
 import pytest
+import tensorflow as tf
 
 from tests import support
 from tests.support import cpu_strategy
@@ -106,3 +109,51 @@ def test_an_error_in_the_users_own_code_keeps_its_traceback(tmp_path):
     assert "Traceback" in done.stderr, done.tail()
     assert "my own bug" in done.stderr, done.tail()
     assert "task.py" in done.stderr, done.tail()
+
+
+REGRESSION = """
+import keras
+import numpy as np
+
+def build_model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    return model
+
+def load_data():
+    x = np.random.default_rng(1).random((96, 3), np.float32)
+    y = x @ np.array([1.0, -2.0, 0.5], np.float32)
+    return (x, y), (x[:32], y[:32])
+"""
+
+
+def test_a_task_without_accuracy_reports_its_own_metrics_everywhere(tmp_path):
+    path = write_task(tmp_path, REGRESSION)
+    config = Config(task=str(path), epochs=2, batch_size=8, model_dir=str(tmp_path / "run"))
+    summary = training.run(config, strategy=cpu_strategy(2)).summary
+    assert "test_accuracy" not in summary, summary
+    assert summary["test_mae"] > 0
+    assert summary["test_examples"] == 32
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [sorted(k for k in r if k.endswith("mae")) for r in records] == [
+        ["test_mae", "train_mae"]
+    ] * 2
+    events = tf.data.TFRecordDataset(
+        [str(p) for p in (tmp_path / "run" / "tensorboard" / "test").glob("*tfevents*")]
+    )
+    tags = {
+        value.tag
+        for record in events
+        for value in tf.compat.v1.Event.FromString(record.numpy()).summary.value
+    }
+    assert {"epoch_loss", "epoch_mae"} <= tags, tags
+    exported = keras.saving.load_model(tmp_path / "run" / "model.keras")
+    assert exported.loss == "mse"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 0.05), (0.2, 0.2)])
+def test_the_compiled_rate_holds_unless_the_flag_is_given(tmp_path, given, expected):
+    path = write_task(tmp_path, REGRESSION)
+    config = Config(task=str(path), epochs=1, batch_size=8, learning_rate=given)
+    summary = training.run(config, strategy=cpu_strategy(1)).summary
+    assert summary["learning_rate"] == pytest.approx(expected)

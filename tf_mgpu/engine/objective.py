@@ -106,7 +106,9 @@ def _metric_function(given, y_shape, y_pred_shape, where: str) -> tuple[str, Cal
         name = metric.name
     else:
         fn, kwargs = metric, {}
-        name = given if isinstance(given, str) else getattr(fn, "__name__", "metric")
+        name = getattr(fn, "__name__", "metric")
+    if isinstance(given, str):  # as Keras names it: 'mae' stays 'mae'
+        name = given
 
     def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
         return _one_per_example(fn(y, y_pred, **kwargs))

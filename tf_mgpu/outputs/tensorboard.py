@@ -3,8 +3,9 @@
     tensorboard --logdir=MODEL_DIR/tensorboard
 
 Laid out like Keras's TensorBoard callback, so the dashboards look as users
-expect: runs `train` and `test` whose `epoch_loss` and `epoch_accuracy`
-overlay in one chart, and the HParams plugin's session at the top, whose
+expect: runs `train` and `test` whose `epoch_loss` and `epoch_<metric>` (one
+per compiled metric: `epoch_accuracy`, ...) overlay in one chart, and the
+HParams plugin's session at the top, whose
 metrics are those curves' last values. The `train` run also has `loss` (the
 mean over the steps since its last point), `examples_per_second` (over the
 whole cluster) and `learning_rate`, every `--log_steps` steps rounded up to
@@ -27,12 +28,14 @@ from tensorboard.plugins.hparams import api as hp
 DIRECTORY = "tensorboard"
 RUNS = ("train", "test")
 
-# What the HParams dashboard shows for each session: the last value of these.
-_METRICS = tuple(
-    hp.Metric("epoch_" + name, group=run, display_name=f"{run} {name}")
-    for run in ("test", "train")
-    for name in ("accuracy", "loss")
-)
+
+def _hparams_metrics(names) -> list:
+    """What the HParams dashboard shows for each session: the last value of these."""
+    return [
+        hp.Metric("epoch_" + name, group=run, display_name=f"{run} {name}")
+        for run in ("test", "train")
+        for name in (*names, "loss")
+    ]
 
 
 class Summaries:
@@ -42,13 +45,15 @@ class Summaries:
         self.directory = None if model_dir is None else os.path.join(model_dir, DIRECTORY)
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
 
-    def begin(self, hparams: dict) -> None:
-        """A new run: its hyperparameters, for the HParams dashboard."""
+    def begin(self, hparams: dict, metrics=("accuracy",)) -> None:
+        """A new run: its hyperparameters and the names of its compiled metrics, for the
+        HParams dashboard."""
         if self.directory is None:
             return
         with self._writer("").as_default():
             hp.hparams_config(
-                hparams=[hp.HParam(name) for name in sorted(hparams)], metrics=list(_METRICS)
+                hparams=[hp.HParam(name) for name in sorted(hparams)],
+                metrics=_hparams_metrics(metrics),
             )
             hp.hparams(hparams)
         self.flush()
@@ -69,13 +74,15 @@ class Summaries:
             tf.summary.scalar("learning_rate", rate)
 
     def epoch(self, step: int, record: dict) -> None:
-        """An epoch's train and test loss and accuracy, at the step that ended it."""
+        """An epoch's train and test loss and every metric, at the step that ended it."""
         if self.directory is None:
             return
         for run in RUNS:
             with self._writer(run).as_default(step=step):
-                tf.summary.scalar("epoch_loss", record[f"{run}_loss"])
-                tf.summary.scalar("epoch_accuracy", record[f"{run}_accuracy"])
+                for key, value in record.items():
+                    name = key[len(run) + 1 :]
+                    if key.startswith(f"{run}_") and name != "examples":
+                        tf.summary.scalar(f"epoch_{name}", value)
         self.flush()
 
     def flush(self) -> None:

@@ -11,6 +11,7 @@ from tests.support import cpu_strategy, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
+from tf_mgpu.outputs import export as exports
 from tf_mgpu.tasks.mnist import serving as export
 from tf_mgpu.tasks.mnist_mlp import build_model
 
@@ -139,7 +140,7 @@ def test_a_second_save_replaces_the_first_and_its_leftovers(trained, mnist, tmp_
     for path in (tmp_path / "model.keras", tmp_path / "saved_model"):
         predicted = export.load(str(path))(pixels).numpy()
         np.testing.assert_allclose(predicted, probabilities(other, pixels), atol=TOLERANCE, rtol=0)
-    export.remove(str(tmp_path))
+    exports.remove(str(tmp_path))
     assert list(tmp_path.iterdir()) == []
 
 

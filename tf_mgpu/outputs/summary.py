@@ -1,0 +1,71 @@
+"""What a run reports about itself: the summary the chief writes, and TensorBoard's hparams."""
+
+import dataclasses
+
+import tensorflow as tf
+
+from tf_mgpu.cluster import tf_config
+from tf_mgpu.config import Config
+from tf_mgpu.engine import schedules, strategies
+from tf_mgpu.engine.trainer import Trainer
+from tf_mgpu.outputs import report
+
+
+def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) -> dict:
+    """The run's hyperparameters as TensorBoard's HParams dashboard shows them."""
+    return {
+        "strategy": strategies.name_of(strategy),
+        "replicas": strategy.num_replicas_in_sync,
+        "batch_size": config.batch_size,
+        "accumulation_steps": config.accumulation_steps,
+        "global_batch": trainer.global_batch,
+        "learning_rate": trainer.rate_at(0),
+        "peak_learning_rate": schedules.peak_rate(trainer.learning_rate),
+        "task": trainer.task.name,
+        "scale_lr": config.scale_lr,
+        "warmup_epochs": config.warmup_epochs,
+        "epochs": config.epochs,
+        "seed": config.seed,
+        "train_split": config.train_split,
+        "input": config.input,
+        "dtype": config.dtype,
+        "steps_per_loop": config.steps_per_loop,
+        "xla": trainer.jit_scope,
+    }
+
+
+def summary(
+    strategy: tf.distribute.Strategy,
+    task: tf_config.Task,
+    config: Config,
+    trainer: Trainer,
+    history: list[dict],
+) -> dict:
+    train_seconds = sum(record["seconds"] for record in history)
+    steady = history[1:] or history  # the first epoch also compiles
+    return {
+        "strategy": strategies.name_of(strategy),
+        "task": str(task),
+        "num_workers": task.num_workers,
+        "replicas": strategy.num_replicas_in_sync,
+        "devices": strategies.devices_of(strategy),
+        "per_replica_batch": config.batch_size,
+        "accumulation_steps": config.accumulation_steps,
+        "global_batch": trainer.global_batch,
+        "steps_per_epoch": trainer.train_steps,
+        "learning_rate": schedules.peak_rate(trainer.learning_rate),
+        "task_name": trainer.task.name,
+        "xla": trainer.jit_scope,
+        "config": dataclasses.asdict(config),
+        "history": history,
+        # test_loss, test_<metric> for every compiled metric, test_examples
+        **{key: value for key, value in history[-1].items() if key.startswith("test_")},
+        "train_seconds": train_seconds,
+        "examples_per_second": sum(r["train_examples"] for r in history) / train_seconds,
+        "steady_examples_per_second": sum(r["train_examples"] for r in steady)
+        / sum(r["seconds"] for r in steady),
+        "first_epoch_seconds": history[0]["seconds"],
+        "weights_sha256": report.weights_digest(trainer.state.model),
+        "versions": report.versions(),
+        **report.memory_use(),
+    }
