@@ -40,6 +40,29 @@ class Result:
     state: TrainState
 
 
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What the steps of one run share, built once in `run`."""
+
+    strategy: tf.distribute.Strategy
+    node: tf_config.Task  # this process's place in the cluster
+    config: Config
+    trainer: Trainer
+    checkpoints: checkpoint.Checkpoints
+    outputs: report.Outputs
+    logs: tensorboard.Summaries
+    stop: stopping.Stop
+    flagfile: str | None
+
+    @property
+    def multi_worker(self) -> bool:
+        return self.node.num_workers > 1
+
+    def chief_print(self, *args, **kwargs) -> None:
+        if self.node.is_chief:
+            print(*args, **kwargs)
+
+
 _TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
 
 
@@ -89,29 +112,20 @@ def run(
     )
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:
-        return _train(strategy, node, config, trainer, checkpoints, outputs, logs, flagfile, stop)
+        return _train(
+            _Run(strategy, node, config, trainer, checkpoints, outputs, logs, stop, flagfile)
+        )
     finally:
         logs.close()
 
 
-def _train(
-    strategy: tf.distribute.Strategy,
-    task: tf_config.Task,
-    config: Config,
-    trainer: Trainer,
-    checkpoints: checkpoint.Checkpoints,
-    outputs: report.Outputs,
-    logs: tensorboard.Summaries,
-    flagfile: str | None,
-    stop: stopping.Stop,
-) -> Result | None:
+def _train(run: _Run) -> Result | None:
     """`run` once the cluster, the data and the state exist: resume, train, save, export."""
-    chief_print = print if task.is_chief else (lambda *args, **kwargs: None)
-    multi_worker = task.num_workers > 1
-    history = _resume(strategy, config, trainer, checkpoints, outputs, logs, flagfile, chief_print)
+    trainer, config = run.trainer, run.config
+    history = _resume(run)
     epoch, _ = trainer.position()
     if epoch >= config.epochs:
-        chief_print(
+        run.chief_print(
             f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs "
             f"(--epochs={config.epochs}); nothing to train. Raise --epochs to train on, or "
             f"pass --clean to start over",
@@ -119,18 +133,20 @@ def _train(
         )
         return None
     print(
-        report.start_line(strategy, str(task), config, trainer.global_batch, trainer.task.name),
+        report.start_line(
+            run.strategy, str(run.node), config, trainer.global_batch, trainer.task.name
+        ),
         flush=True,
     )
     dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
     if dropped > 0.05 * trainer.train_examples:
-        chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
+        run.chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
     supervisor.notify("alive")
 
-    with _failures(config, trainer, task, checkpoints, multi_worker):
-        saving = actions.Checkpointing(trainer, checkpoints, config.checkpoint_steps)
-        curve = outputs_actions.TrainingCurve(trainer, logs, config.log_steps)
-        bar = progress.Progress(enabled=task.is_chief)
+    with _failures(run):
+        saving = actions.Checkpointing(trainer, run.checkpoints, config.checkpoint_steps)
+        curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
+        bar = progress.Progress(enabled=run.node.is_chief)
         # The order is load-bearing: the curve reads the sums the bar then shows; a save
         # precedes the stop check, which saves first when it stops mid-epoch; an epoch's
         # record is written before its save, and the stop check comes after both.
@@ -140,21 +156,20 @@ def _train(
             [
                 actions.Heartbeat(),
                 curve,
-                outputs_actions.ProgressBar(bar, curve, config.epochs, single=not multi_worker),
+                outputs_actions.ProgressBar(bar, curve, config.epochs, single=not run.multi_worker),
                 outputs_actions.EpochLog(
-                    trainer, history, outputs, logs, config.epochs, chief_print
+                    trainer, history, run.outputs, run.logs, config.epochs, run.chief_print
                 ),
                 saving,
-                actions.StopOnSignal(stop, saving, strategy, config.epochs),
+                actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs),
             ],
         ).run()
+    return _finish(run, history, saving)
 
-    return _finish(strategy, task, config, trainer, history, outputs, saving)
 
-
-def _finish(strategy, node, config: Config, trainer: Trainer, history, outputs, saving) -> Result:
+def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Result:
     """After the last epoch: the summary, the workers' agreement, the outputs and exports."""
-    chief_print = print if node.is_chief else (lambda *args, **kwargs: None)
+    strategy, node, config, trainer = run.strategy, run.node, run.config, run.trainer
     facts = summary.summary(strategy, node, config, trainer, history)
     facts["checkpoint_seconds"] = saving.seconds
     workers_agree = collectives.same_weights_everywhere(
@@ -162,53 +177,47 @@ def _finish(strategy, node, config: Config, trainer: Trainer, history, outputs, 
     )
     collectives.finish_together(strategy)
     try:
-        outputs.finish(facts, trainer.state.model)
-        if outputs.model_dir is not None:  # the chief
-            (trainer.task.export or export.save)(trainer.state.model, outputs.model_dir)
+        run.outputs.finish(facts, trainer.state.model)
+        if run.outputs.model_dir is not None:  # the chief
+            (trainer.task.export or export.save)(trainer.state.model, run.outputs.model_dir)
     except OSError as e:
         raise UserError(
             saving.checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
         ) from None
-    chief_print(report.final_line(facts), flush=True)
-    chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
+    run.chief_print(report.final_line(facts), flush=True)
+    run.chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
     return Result(summary=facts, state=trainer.state)
 
 
 @contextlib.contextmanager
-def _failures(config: Config, trainer: Trainer, node, checkpoints, multi_worker: bool):
+def _failures(run: _Run):
     """Expected ways for training to fail, each turned into its one line."""
+    config, checkpoints = run.config, run.checkpoints
     try:
         yield
     except tf.errors.ResourceExhaustedError:
-        raise UserError(out_of_memory(config, trainer)) from None
+        raise UserError(out_of_memory(config, run.trainer)) from None
     except Diverged as e:
         kept = checkpoints.latest or "none was saved"
         raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
     except collectives.PEER_ERRORS as e:
-        if not multi_worker:
+        if not run.multi_worker:
             raise
-        raise PeerLost(_lost_peer(e, node, checkpoints)) from None
+        raise PeerLost(_lost_peer(e, run.node, checkpoints)) from None
     except OSError as e:  # metrics.jsonl: a full or read-only disk
         raise UserError(
             checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
         ) from None
 
 
-def _resume(
-    strategy: tf.distribute.Strategy,
-    config: Config,
-    trainer: Trainer,
-    checkpoints: checkpoint.Checkpoints,
-    outputs: report.Outputs,
-    logs: tensorboard.Summaries,
-    flagfile: str | None,
-    chief_print,
-) -> list[dict]:
+def _resume(run: _Run) -> list[dict]:
     """Restores the newest checkpoint if `config.model_dir` has one from this run.
 
     Returns the metrics of the epochs already done. Refuses a model dir that
     holds another run, or outputs without checkpoints.
     """
+    strategy, config, trainer = run.strategy, run.config, run.trainer
+    checkpoints, outputs, logs, flagfile = run.checkpoints, run.outputs, run.logs, run.flagfile
     current = checkpoint.fingerprint(
         trainer.state.model.weights,
         train_examples=trainer.train_examples,
@@ -248,7 +257,7 @@ def _resume(
             f"does not fit {trainer.train_steps} steps per epoch; pass --clean to start over"
         )
     changed = checkpoint.changes(saved or {}, current)
-    chief_print(
+    run.chief_print(
         f"tf_mgpu resume: from {restored} (step {trainer.step():,}: epoch {epoch + 1}, step "
         f"{step} of {trainer.train_steps})"
         + (f"; changed: {', '.join(changed)}" if changed else ""),

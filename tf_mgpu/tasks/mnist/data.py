@@ -1,5 +1,9 @@
 """MNIST from TFDS, prepared offline from the four original files when asked, held in memory."""
 
+import contextlib
+import fcntl
+import os
+
 import tensorflow_datasets as tfds
 
 # TFDS raises this for files whose checksum is not the registered one; it is
@@ -29,13 +33,40 @@ def load(
     tfds.disable_progress_bar()
     builder = tfds.builder("mnist", data_dir=data_dir)
     if not builder.is_prepared():
-        builder = _prepare(
-            builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
-        )
+        with _preparing(builder.data_dir_root):
+            # Another process may have prepared it while this one waited.
+            builder = tfds.builder("mnist", data_dir=data_dir)
+            if not builder.is_prepared():
+                builder = _prepare(
+                    builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
+                )
     return Data(
         train=_read_split(builder, train_split, "--train_split"),
         test=_read_split(builder, test_split, "--test_split"),
     )
+
+
+@contextlib.contextmanager
+def _preparing(data_dir: str):
+    """Holds an exclusive lock on `data_dir` while this process prepares MNIST there.
+
+    Workers sharing a data dir on one machine would otherwise prepare it at once,
+    and TFDS fails the later ones' renames at any of several points.
+    """
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+        lock = open(os.path.join(data_dir, ".tf_mgpu_prepare.lock"), "w")  # noqa: SIM115
+    except OSError as e:
+        raise UserError(
+            f"could not prepare MNIST in {data_dir} ({type(e).__name__}: {e.strerror}); "
+            f"check that --data_dir is writable and names a folder"
+        ) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.core.DatasetBuilder:
@@ -45,12 +76,7 @@ def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.
             download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
         )
         return builder
-    except _PREPARE_ERRORS as e:  # no network, wrong files, unwritable data_dir, or a race
-        # Workers sharing a data_dir on one machine prepare it at once; TFDS
-        # lets the first finish and fails the others' final rename.
-        again = tfds.builder("mnist", data_dir=builder.data_dir_root)
-        if again.is_prepared():
-            return again
+    except _PREPARE_ERRORS as e:  # no network, wrong files, or an unwritable data_dir
         fix = (
             "check that --data_dir is writable and --manual_dir holds the original, "
             "uncorrupted files"
