@@ -18,9 +18,9 @@ import tf_mgpu
 from tests import support
 
 CONVNET = support.ROOT / "examples" / "convnet_task.py"
-TRAIN, TEST, EPOCHS, GLOBAL_BATCH = 4096, 1000, 2, 64
+TRAIN, TEST, EPOCHS, GLOBAL_BATCH = 8192, 1000, 2, 64
 # Keras fit and tf_mgpu see the same examples in other orders: their accuracies
-# differ by chance, a few tenths of a percent here; a broken loop loses far more.
+# differ by chance (0.917 to 0.936 over three seeds of fit here); a broken loop loses far more.
 MARGIN = 0.03
 
 
@@ -50,7 +50,7 @@ def keras_fit_accuracy() -> float:
     model = module.build_model()
     model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=True, verbose=0)
     _, accuracy = model.evaluate(x_test, y_test, verbose=0)
-    assert accuracy > 0.85, f"Keras fit itself reached only {accuracy}"
+    assert accuracy > 0.88, f"Keras fit itself reached only {accuracy}"
     return accuracy
 
 
