@@ -3,6 +3,7 @@
 An exception raised inside the user's own code keeps its traceback (exit 1).
 """
 
+import dataclasses
 import json
 import textwrap
 
@@ -157,3 +158,57 @@ def test_the_compiled_rate_holds_unless_the_flag_is_given(tmp_path, given, expec
     config = Config(task=str(path), epochs=1, batch_size=8, learning_rate=given)
     summary = training.run(config, strategy=cpu_strategy(1)).summary
     assert summary["learning_rate"] == pytest.approx(expected)
+
+
+TWO_INPUTS = """
+import keras
+import numpy as np
+
+def build_model():
+    a, b = keras.Input((4,), name="a"), keras.Input((2,), name="b")
+    hidden = keras.layers.Dense(8, activation="relu")(keras.layers.Concatenate()([a, b]))
+    model = keras.Model({"a": a, "b": b}, keras.layers.Dense(3)(hidden))
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    return model
+
+def load_data():
+    rng = np.random.default_rng(2)
+    x = {"a": rng.random((100, 4), np.float32), "b": rng.random((100, 2), np.float32)}
+    y = (x["a"].sum(axis=1) > 2).astype("int64")
+    return (x, y), ({k: v[:30] for k, v in x.items()}, y[:30])
+"""
+
+
+@pytest.mark.parametrize("kind", ["resident", "stream"])
+def test_a_model_with_named_inputs_takes_a_dict_x_on_two_replicas(tmp_path, kind):
+    path = write_task(tmp_path, TWO_INPUTS)
+    config = Config(task=str(path), epochs=2, batch_size=8, input=kind, jit_compile=False)
+    two = training.run(config, strategy=cpu_strategy(2)).summary
+    one = training.run(dataclasses.replace(config, batch_size=16), strategy=cpu_strategy(1)).summary
+    assert two["test_examples"] == 30  # 30 does not divide into global batches of 16
+    assert two["global_batch"] == one["global_batch"] == 16
+    assert two["test_loss"] == pytest.approx(one["test_loss"], abs=1e-5)
+
+
+def test_a_module_and_a_module_attribute_name_tasks(tmp_path, monkeypatch):
+    package = tmp_path / "my_tasks"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "small.py").write_text(textwrap.dedent(GOOD_MODEL + GOOD_DATA))
+    (package / "holder.py").write_text(
+        "import types\nfrom my_tasks import small\n"
+        "TASK = types.SimpleNamespace(build_model=small.build_model, load_data=small.load_data)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec in ("my_tasks.small", "my_tasks.holder:TASK"):
+        result = training.run(Config(task=spec, epochs=1, batch_size=8), strategy=cpu_strategy(1))
+        assert result.summary["task_name"] == spec
+        assert result.summary["test_examples"] == 16
+    with pytest.raises(UserError, match="has no attribute 'NOPE'"):
+        adapter.load("my_tasks.holder:NOPE")
+    with pytest.raises(UserError, match=r"no module named 'my_tasks\.nope'"):
+        adapter.load("my_tasks.nope")

@@ -2,7 +2,7 @@
 
 Orchestrators stop jobs with SIGTERM (Kubernetes pod deletion, `scancel`,
 spot-instance preemption notices) and people with Ctrl-C. Before training
-starts there is nothing to save: the signal ends the run at once. During
+starts there is nothing to save: the signal ends the process at once, with its line. During
 training the handler only records the signal; between two compiled calls
 the loop asks `Stop.agreed`, saves a checkpoint and ends with
 `errors.Stopped` (exit 75).
@@ -19,8 +19,11 @@ starts (it logs "SIGTERM caught" and carries on), so `start_training`
 installs ours again afterwards.
 """
 
+import os
 import signal
+import sys
 
+from tf_mgpu import errors
 from tf_mgpu.errors import Stopped
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -64,7 +67,11 @@ class Stop:
         del frame
         self.requested = self.requested or signal.Signals(number).name
         if not self._training:
-            raise Stopped(self._before_training())
+            # Exit here rather than raise: the signal may land anywhere, and code it
+            # lands in may catch the exception and raise another (TensorFlow's import
+            # turns it into "TypeError: unsupported callable", with a traceback).
+            print(errors.line(Stopped(self._before_training())), file=sys.stderr, flush=True)
+            os._exit(errors.EXIT_STOPPED)
 
     def _before_training(self) -> str:
         return f"{self.requested} before training started; nothing to save"
