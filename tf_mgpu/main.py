@@ -20,11 +20,10 @@ import sys
 
 from absl import app, flags
 
-from tf_mgpu import cli, tasks
-from tf_mgpu.cluster import preflight, slurm, supervisor, tf_config
+from tf_mgpu import api, cli, tasks
+from tf_mgpu.cluster import slurm, supervisor, tf_config
 from tf_mgpu.config import DTYPES, INPUTS, STRATEGIES, Config
 from tf_mgpu.engine import stopping
-from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 
 _TASK = flags.DEFINE_string(
     "task",
@@ -273,13 +272,7 @@ def _run(config: Config) -> None:
         # trainer child it starts; neither reads a Slurm variable afterwards.
         os.environ.update(slurm.environment(port_base=_SLURM_PORT_BASE.value))
     task = tf_config.task_from_env()
-    # Before TensorFlow loads (6 s): a typo costs under a second.
-    preflight.strategy(config.strategy, task, config.num_cpu_devices)
-    if task.is_chief:
-        preflight.model_dir(config.model_dir)
-    tasks.check(config.task)
-    if tasks.uses_mnist(config.task):  # last: offline, it may wait 5 s for the network
-        mnist_preflight.data(config.data_dir, config.manual_dir)
+    api.check_before_tensorflow(config, task)  # a typo costs under a second
     if task.num_workers > 1 and not supervisor.is_child():
         code = supervisor.supervise(
             sys.argv,

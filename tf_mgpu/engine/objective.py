@@ -51,12 +51,17 @@ def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
     outputs = getattr(model, "outputs", None) or []
     y_pred_shape = tuple(outputs[0].shape[1:]) if len(outputs) == 1 else None
     metrics = {}
-    # Keras keeps the metrics as the user passed them only here; there is no public
-    # reader, and its serialized form loses unregistered functions.
-    for given in _flat(model._compile_metrics._user_metrics if model._compile_metrics else []):
+    for given in compiled_metrics(model):
         name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
         metrics[name] = per_example
     return Objective(loss=loss, metrics=metrics)
+
+
+def compiled_metrics(model: keras.Model) -> list:
+    """The metrics as the user passed them to `compile`, a flat list."""
+    # Keras keeps them as passed only here; there is no public reader, and its
+    # serialized form (get_compile_config) loses unregistered functions.
+    return _flat(model._compile_metrics._user_metrics if model._compile_metrics else [])
 
 
 def _flat(metrics) -> list:

@@ -147,7 +147,6 @@ class Trainer:
         replicas = strategy.num_replicas_in_sync
         self._strategy, self._config, self._datasets = strategy, config, datasets
         self.task = task
-        self._preprocess = task.preprocess
         self.per_replica = config.batch_size * config.accumulation_steps
         self.global_batch = self.per_replica * replicas
         self.eval_batch = config.batch_size * replicas
@@ -208,7 +207,7 @@ class Trainer:
                 per_replica=self.per_replica,
                 seed=config.seed,
                 scope=self.jit_scope,
-                preprocess=self._preprocess,
+                preprocess=self.task.preprocess,
             )
             self._eval = loop.ResidentEval(
                 strategy,
@@ -216,7 +215,7 @@ class Trainer:
                 datasets.test,
                 global_batch=self.eval_batch,
                 scope=self.jit_scope,
-                preprocess=self._preprocess,
+                preprocess=self.task.preprocess,
             )
         else:
             epoch, step = self.position()
@@ -228,10 +227,10 @@ class Trainer:
                 config.epochs,
                 first_epoch=epoch,
                 first_step=step,
-                preprocess=self._preprocess,
+                preprocess=self.task.preprocess,
             )
             eval_fn = functools.partial(
-                data.eval_dataset, datasets.test, self.eval_batch, preprocess=self._preprocess
+                data.eval_dataset, datasets.test, self.eval_batch, preprocess=self.task.preprocess
             )
             self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
             self._eval = loop.StreamEval(

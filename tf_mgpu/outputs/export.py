@@ -21,6 +21,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tf_mgpu.engine import objective
 from tf_mgpu.errors import UserError
 
 KERAS = "model.keras"
@@ -59,9 +60,7 @@ def float32_copy(model: keras.Model) -> keras.Model:
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
         loss=model.loss,
-        metrics=[_fresh(m) for m in model._compile_metrics._user_metrics or []]
-        if model._compile_metrics
-        else None,
+        metrics=[_fresh(m) for m in objective.compiled_metrics(model)],
     )
     return copy
 
