@@ -85,7 +85,8 @@ def tf_free_modules() -> list[str]:
     cluster = [
         module_name(p) for p in (PACKAGE / "cluster").glob("*.py") if p.name != "__init__.py"
     ]
-    return ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", *subpackages, *cluster]
+    top = ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", "tf_mgpu.compile_cache"]
+    return [*top, *subpackages, *cluster]
 
 
 def test_the_tf_free_parts_import_without_tensorflow():

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from tf_mgpu import tasks
+from tf_mgpu import compile_cache, tasks
 from tf_mgpu.cluster import preflight, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
@@ -13,6 +13,7 @@ def train(task, **settings) -> dict:
     """See `tf_mgpu.train`."""
     config = _config(task, settings)
     check_before_tensorflow(config, tf_config.task_from_env(), named=isinstance(task, str))
+    compile_cache.enable(config.compile_cache, config.data_dir)  # before XLA's first use
     from tf_mgpu import training  # loads TensorFlow
 
     result = training.run(config, task)

@@ -47,3 +47,6 @@ class Config:
     scale_lr: bool = False  # linear scaling rule: lr x global batch / the task's reference batch
     warmup_epochs: float = 0.0  # with scale_lr: ramp from learning_rate to the scaled rate
     memory_growth: bool = True  # GPUs take memory as needed instead of all at start
+    # XLA's persistent compilation cache: None beside the data (see tf_mgpu.compile_cache),
+    # "none" off.
+    compile_cache: str | None = None

@@ -59,23 +59,6 @@ def test_unpreparable_data_dir_is_a_user_error(tmp_path):
         mnist_data.load(str(blocker), str(mnist_manual_dir()))
 
 
-def test_workers_sharing_a_fresh_data_dir_all_get_the_data(tmp_path):
-    # Two workers on one machine, one TFDS data dir, both preparing at once.
-    code = (
-        "import sys\nfrom tf_mgpu.tasks.mnist import data\n"
-        "m = data.load(sys.argv[1], sys.argv[2], 'train[:10]', 'test[:10]')\n"
-        "print('loaded', len(m.train), len(m.test))\n"
-    )
-    command = [sys.executable, "-c", code, str(tmp_path / "tfds"), str(mnist_manual_dir())]
-    env = support.environment()
-    finished = support.run_processes(
-        {f"worker{i}": (command, env) for i in range(2)}, tmp_path / "logs", timeout=240
-    )
-    for f in finished.values():
-        assert f.returncode == 0, f.tail()
-        assert f.stdout.strip().splitlines()[-1] == "loaded 10 10", f.tail()
-
-
 def test_a_corrupt_manual_file_is_a_user_error(tmp_path):
     manual = tmp_path / "manual"
     manual.mkdir()
@@ -220,16 +203,25 @@ def test_offline_without_the_files_fails_fast_naming_the_fix(tmp_path):
     assert seconds < 15, f"took {seconds:.1f} s to report being offline (the issue allows 15)"
 
 
-def test_tfds_default_manual_folder_needs_no_flag(tmp_path):
+def test_offline_workers_sharing_a_fresh_data_dir_all_get_the_data_from_tfds_manual_folder(
+    tmp_path,
+):
+    # Two workers on one machine, one TFDS data dir, both preparing at once, offline,
+    # from the original files in TFDS's default manual folder (no --manual_dir).
     manual = tmp_path / "tfds" / "downloads" / "manual"
     manual.mkdir(parents=True)
     for name in preflight.MANUAL_FILES:
         (manual / name).symlink_to(support.mnist_manual_dir() / name)
-    script = (
-        "import sys; from tf_mgpu.tasks.mnist import data; "
-        "m = data.load(sys.argv[1], None, 'train[:100]', 'test[:10]'); "
-        "print(len(m.train), len(m.test))"
+    code = (
+        "import sys\nfrom tf_mgpu.tasks.mnist import data\n"
+        "m = data.load(sys.argv[1], None, 'train[:100]', 'test[:10]')\n"
+        "print('loaded', len(m.train), len(m.test))\n"
     )
-    done = offline([sys.executable, "-c", script, str(tmp_path / "tfds")], timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines()[-1].split() == ["100", "10"], done.stdout
+    command = ["unshare", "-rn", sys.executable, "-c", code, str(tmp_path / "tfds")]
+    env = support.environment()
+    finished = support.run_processes(
+        {f"worker{i}": (command, env) for i in range(2)}, tmp_path / "logs", timeout=300
+    )
+    for f in finished.values():
+        assert f.returncode == 0, f.tail()
+        assert f.stdout.strip().splitlines()[-1] == "loaded 100 10", f.tail()

@@ -1,4 +1,8 @@
-"""MNIST from TFDS, prepared offline from the four original files when asked, held in memory."""
+"""MNIST from TFDS, prepared offline from the four original files when asked, held in memory.
+
+The prepared splits are read whole once and kept as one array file
+(`tf_mgpu.tasks.mnist.cache`); later runs read that.
+"""
 
 import contextlib
 import fcntl
@@ -12,7 +16,7 @@ from tensorflow_datasets.core.download.download_manager import NonMatchingChecks
 
 from tf_mgpu.engine.data import Data, Split
 from tf_mgpu.errors import UserError
-from tf_mgpu.tasks.mnist import preflight
+from tf_mgpu.tasks.mnist import cache, preflight
 
 _PREPARE_ERRORS = (OSError, tfds.download.DownloadError, NonMatchingChecksumError)
 
@@ -40,9 +44,13 @@ def load(
                 builder = _prepare(
                     builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
                 )
+    whole = cache.read(builder)
+    if whole is None:
+        whole = {name: _read_whole(builder, name) for name in cache.SPLITS}
+        cache.write(builder, whole)
     return Data(
-        train=_read_split(builder, train_split, "--train_split"),
-        test=_read_split(builder, test_split, "--test_split"),
+        train=_select(builder, whole, train_split, "--train_split"),
+        test=_select(builder, whole, test_split, "--test_split"),
     )
 
 
@@ -89,9 +97,14 @@ def _prepare(builder: tfds.core.DatasetBuilder, manual_dir: str | None) -> tfds.
         ) from None
 
 
-def _read_split(builder: tfds.core.DatasetBuilder, split: str, flag: str) -> Split:
+def _read_whole(builder: tfds.core.DatasetBuilder, split: str) -> Split:
+    """One prepared split, whole, in TFDS's file order."""
+    arrays = tfds.as_numpy(builder.as_dataset(split=split, batch_size=-1))
+    return Split(x=arrays["image"][..., 0], y=arrays["label"])
+
+
+def _select(builder: tfds.core.DatasetBuilder, whole: dict, split: str, flag: str) -> Split:
     try:
-        arrays = tfds.as_numpy(builder.as_dataset(split=split, batch_size=-1))
+        return cache.select(builder, whole, split)
     except ValueError as e:
         raise UserError(f"{flag}={split} is not a valid TFDS split of mnist: {e}") from None
-    return Split(x=arrays["image"][..., 0], y=arrays["label"])

@@ -1,0 +1,61 @@
+"""The MNIST array cache: TFDS's own examples, read once, rebuilt when it does not match."""
+
+import os
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from tf_mgpu.tasks.mnist import cache
+from tf_mgpu.tasks.mnist import data as mnist_data
+
+
+@pytest.mark.parametrize("spec", ["train[:1000]", "test[10%:20%]", "train[-7:]+test[:5]"])
+def test_cached_splits_are_the_examples_tfds_reads(mnist_data_dir, spec):
+    loaded = mnist_data.load(mnist_data_dir, None, spec, "test[:1]")
+    builder = tfds.builder("mnist", data_dir=mnist_data_dir)
+    assert os.path.isfile(cache.path(builder))
+    direct = tfds.as_numpy(builder.as_dataset(split=spec, batch_size=-1))
+    np.testing.assert_array_equal(loaded.train.x, direct["image"][..., 0])
+    np.testing.assert_array_equal(loaded.train.y, direct["label"])
+
+
+@pytest.fixture
+def data_dir(mnist_data_dir, tmp_path) -> str:
+    """A copy of the prepared TFDS data, without the cache."""
+    copy = tmp_path / "tfds"
+    shutil.copytree(os.path.join(mnist_data_dir, "mnist"), copy / "mnist")
+    return str(copy)
+
+
+def test_a_second_load_reads_the_cache_alone(data_dir, monkeypatch):
+    first = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
+
+    def no_tfds(*args):
+        raise AssertionError("read TFDS although the cache matches")
+
+    monkeypatch.setattr(mnist_data, "_read_whole", no_tfds)
+    second = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
+    np.testing.assert_array_equal(second.train.x, first.train.x)
+    np.testing.assert_array_equal(second.test.y, first.test.y)
+
+
+@pytest.mark.parametrize("damage", ["cache_bytes", "tfds_files"])
+def test_a_cache_that_does_not_match_is_rebuilt(data_dir, damage):
+    first = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
+    builder = tfds.builder("mnist", data_dir=data_dir)
+    file = cache.path(builder)
+    if damage == "cache_bytes":  # a flipped bit: the file still loads as an npz
+        path = pathlib.Path(file)
+        blob = bytearray(path.read_bytes())
+        blob[-200] ^= 1
+        path.write_bytes(bytes(blob))
+    else:  # TFDS prepared again: its files changed
+        info = os.path.join(builder.data_dir, "dataset_info.json")
+        os.utime(info, ns=(1, 1))
+    assert cache.read(builder) is None
+    again = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
+    np.testing.assert_array_equal(again.train.x, first.train.x)
+    assert cache.read(builder) is not None
