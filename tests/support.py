@@ -62,7 +62,15 @@ def fresh_collective_keys() -> None:
 Finished = local.Finished
 free_ports = local.free_ports
 cluster_spec = local.cluster_spec
-environment = local.environment
+
+
+def environment(tf_config=None) -> dict[str, str]:
+    """The test process's environment for a child, with its own TF_CONFIG, and without the
+    XLA flags an in-process `tf_mgpu.train` left behind: each child picks its own compile
+    cache, as a fresh process would."""
+    env = local.environment(tf_config)
+    env.pop("TF_XLA_FLAGS", None)
+    return env
 
 
 def main_command(*args: str) -> list[str]:

@@ -230,3 +230,44 @@ def test_sigterm_to_the_launcher_saves_on_every_worker_and_exits_75(tmp_path, mn
     ), stopped.tail()
     assert launcher_lines(stopped)[-1].startswith("tf_mgpu launch: SIGTERM: the workers stopped")
     assert "restart 1/" not in stopped.stderr, stopped.tail()
+
+
+def user_task_args(model_dir: pathlib.Path) -> list[str]:
+    """examples/two_inputs_task.py (dropout, synchronized BatchNormalization, L2) on 2
+    workers: 64 steps per epoch, a checkpoint every call of 8."""
+    return [
+        "--strategy=multi_worker_mirrored",
+        f"--task={support.ROOT / 'examples' / 'two_inputs_task.py'}",
+        f"--model_dir={model_dir}",
+        "--epochs=6",
+        "--batch_size=16",
+        "--seed=3",
+        "--steps_per_loop=8",
+        "--checkpoint_steps=8",
+        "--startup_timeout=120",
+    ]
+
+
+@pytest.mark.cluster
+def test_a_user_task_with_dropout_killed_mid_training_resumes_to_the_same_weights(tmp_path):
+    reference_dir = tmp_path / "reference"
+    reference = Launched(
+        ["--workers=2", "--", *user_task_args(reference_dir)], tmp_path / "reference_logs"
+    ).wait(RUN_BOUND)
+    assert reference.returncode == 0, reference.tail()
+    assert "(identical on all 2 workers)" in reference.stdout, reference.tail()
+    model_dir = tmp_path / "model"
+    args = ["--workers=2", "--max_restarts=1", "--", *user_task_args(model_dir)]
+    running = Launched(args, tmp_path / "logs")
+    try:
+        support.wait_until(lambda: mid_training(model_dir), 180, "a checkpoint mid-training")
+        os.killpg(running.starts()[-1]["worker:1"], signal.SIGKILL)
+        done = running.wait(RUN_BOUND)
+    finally:
+        running.wait(0)
+    assert done.returncode == 0, done.tail()
+    assert any(line.startswith("tf_mgpu launch: restart 1/1") for line in launcher_lines(done))
+    assert "[worker:0] tf_mgpu resume: from" in done.stdout, done.tail()
+    resumed, uninterrupted = summary(model_dir), summary(reference_dir)
+    assert resumed["weights_sha256"] == uninterrupted["weights_sha256"]
+    assert resumed["test_loss"] == uninterrupted["test_loss"]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from absl import flags, logging
 
 from tf_mgpu import errors
+from tf_mgpu.config import parse_jit_compile
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -21,6 +22,22 @@ def parse_flags(argv: list[str]) -> list[str]:
     except flags.Error as e:
         print(f"tf_mgpu: error: {e}; see --helpfull", file=sys.stderr)
         sys.exit(errors.EXIT_USAGE)
+
+
+class _AutoBooleanParser(flags.ArgumentParser):
+    def parse(self, argument):
+        return parse_jit_compile(argument)
+
+    def flag_type(self) -> str:
+        return "auto, true or false"
+
+
+def define_auto_boolean(name: str, default: str, help_string: str):
+    """A flag that takes auto, true or false; `--name` is true and `--noname` false."""
+    flag = flags.Flag(
+        _AutoBooleanParser(), flags.ArgumentSerializer(), name, default, help_string, boolean=True
+    )
+    return flags.DEFINE_flag(flag)
 
 
 def refuse_arguments(argv: list[str]) -> None:

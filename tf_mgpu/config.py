@@ -39,7 +39,9 @@ class Config:
     clean: bool = False  # delete model_dir's checkpoints and outputs and start over
     # Speed: defaults are the fast path (see tf_mgpu.engine.loop); each can be turned off.
     steps_per_loop: int = 500  # training steps per compiled call
-    jit_compile: bool = True  # XLA where the strategy allows it
+    # XLA: True or False where the strategy allows it, or "auto": per model and machine
+    # (see tf_mgpu.engine.jit).
+    jit_compile: bool | str = "auto"
     input: str = "resident"  # or "stream": tf.data pipelines
     dtype: str = "float32"  # or "mixed_bfloat16", or "float64" (exact comparisons)
     # Batch and memory.
@@ -50,3 +52,17 @@ class Config:
     # XLA's persistent compilation cache: None beside the data (see tf_mgpu.compile_cache),
     # "none" off.
     compile_cache: str | None = None
+
+
+def parse_jit_compile(value) -> bool | str:
+    """--jit_compile's value: True, False or "auto"; ValueError for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text in ("true", "t", "1", "yes"):
+        return True
+    if text in ("false", "f", "0", "no"):
+        return False
+    raise ValueError(f"{value!r} is not one of auto, true, false")

@@ -133,6 +133,7 @@ def _measure(work, model: str, strategy, test) -> dict:
         test,
         _BATCH_SIZE.value,
         preprocess=work.preprocess,
+        losses=lambda: net.losses,
     )
 
 

@@ -145,11 +145,13 @@ _STEPS_PER_LOOP = flags.DEFINE_integer(
     "this many steps. An epoch's last call runs what is left.",
     lower_bound=1,
 )
-_JIT_COMPILE = flags.DEFINE_boolean(
+_JIT_COMPILE = cli.define_auto_boolean(
     "jit_compile",
-    True,
-    "Compile with XLA where the strategy allows: each whole call when a process has one "
-    "replica, each replica's step on GPUs; nothing on several CPU devices or CPU workers.",
+    "auto",
+    "XLA: auto chooses per model and machine (on CPU: yes unless the model convolves), "
+    "and the start line says why; true or false force it where the strategy allows: each "
+    "whole call when a process has one replica, each replica's step on GPUs; nothing on "
+    "several CPU devices or CPU workers.",
 )
 _INPUT = flags.DEFINE_enum(
     "input",

@@ -21,6 +21,7 @@ from tf_mgpu.engine import (
     collectives,
     controller,
     devices,
+    replicas,
     stopping,
     strategies,
 )
@@ -134,10 +135,20 @@ def _train(run: _Run) -> Result | None:
         return None
     print(
         report.start_line(
-            run.strategy, str(run.node), config, trainer.global_batch, trainer.task.name
+            run.strategy,
+            str(run.node),
+            config,
+            trainer.global_batch,
+            trainer.task.name,
+            trainer.jit.describe(),
         ),
         flush=True,
     )
+    differs = replicas.warning(
+        trainer.state.model, run.strategy.num_replicas_in_sync, config.batch_size
+    )
+    if differs:
+        run.chief_print(differs, flush=True)
     dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
     if dropped > 0.05 * trainer.train_examples:
         run.chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))

@@ -53,6 +53,24 @@ BAD_TASKS = {
         "x_train has 64 rows but y_train has 63",
     ),
     "returns": (GOOD_MODEL + "def load_data():\n    return 3\n", "load_data() returned int"),
+    "label_range": (
+        GOOD_MODEL + GOOD_DATA.replace("y = np.arange(64) % 3", "y = np.arange(64) % 5"),
+        "y_train holds labels from 0 to 4, but the model outputs 3 classes (0..2); "
+        "give the last layer 5 units or renumber the labels",
+    ),
+    "non_finite": (
+        GOOD_MODEL + GOOD_DATA.replace("    y = np", "    x[3, 1] = np.nan\n    y = np"),
+        "x_train holds 1 non-finite values (NaN or inf); clean or impute them in load_data()",
+    ),
+    "empty": (
+        GOOD_MODEL + GOOD_DATA.replace("(x[:16], y[:16])", "(x[:0], y[:0])"),
+        "the test split is empty",
+    ),
+    "test_shape": (
+        GOOD_MODEL + GOOD_DATA.replace("(x[:16], y[:16])", "(x[:16, :3], y[:16])"),
+        "the test split's examples are shaped {'x': (3,), 'y': ()}, the training split's "
+        "{'x': (4,), 'y': ()}",
+    ),
 }
 
 

@@ -18,6 +18,7 @@ def evaluate(
     split: data.Split,
     batch_size: int,
     preprocess: Callable = data.identity,
+    losses: Callable[[], list] = list,
 ) -> dict:
     """`test_loss`, `test_<metric>` and `test_examples` of `predict` over `split`.
 
@@ -26,7 +27,9 @@ def evaluate(
     batches with examples of weight 0, so each example counts once however
     many replicas there are. Build `predict`'s variables in `strategy.scope()`.
     Under MultiWorkerMirroredStrategy every worker calls this at once, each
-    with the whole split.
+    with the whole split. `losses()`, read after each call of `predict`, gives
+    the model's regularization losses, which the loss includes as Keras's
+    `evaluate` does.
     """
     if len(split) == 0:
         raise UserError("the test split is empty; pass a --test_split with examples")
@@ -36,7 +39,11 @@ def evaluate(
 
     def replica_step(x, y, weights):
         y_pred = output_float32(predict(x))
-        sums.update(found.loss(y, y_pred), y, y_pred, weights)
+        per_example = found.loss(y, y_pred)
+        regularization = losses()
+        if regularization:
+            per_example += tf.cast(tf.add_n(regularization), per_example.dtype)
+        sums.update(per_example, y, y_pred, weights)
 
     # No XLA: it would compile for longer than one pass over the test split takes.
     evaluation = loop.StreamEval(

@@ -26,10 +26,15 @@ _ACCURACY = ("accuracy", "acc")
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-    """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example."""
+    """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example.
+
+    `sparse_classes`: for a sparse categorical loss, how many classes the model
+    outputs (labels must lie below it); None otherwise.
+    """
 
     loss: Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
     metrics: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor]]
+    sparse_classes: int | None = None
 
 
 def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
@@ -54,7 +59,18 @@ def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
     for given in compiled_metrics(model):
         name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
         metrics[name] = per_example
-    return Objective(loss=loss, metrics=metrics)
+    sparse = _is_sparse_categorical(model.loss) and y_pred_shape
+    return Objective(
+        loss=loss, metrics=metrics, sparse_classes=y_pred_shape[-1] if sparse else None
+    )
+
+
+def _is_sparse_categorical(given) -> bool:
+    if isinstance(given, str):
+        return given.lower() in ("sparse_categorical_crossentropy", "scce")
+    if isinstance(given, keras.losses.SparseCategoricalCrossentropy):
+        return True
+    return given is keras.losses.sparse_categorical_crossentropy
 
 
 def compiled_metrics(model: keras.Model) -> list:

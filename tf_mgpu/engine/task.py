@@ -81,6 +81,52 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
             )
 
 
+def check_data(datasets: data.Data, where: str) -> None:
+    """UserError for data no model can train on: a non-finite value, or a test split
+    whose examples are shaped unlike the training split's."""
+    for name, split in (("train", datasets.train), ("test", datasets.test)):
+        arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
+        for key, array in [*arrays, ("y", split.y)]:
+            if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+                bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+                raise UserError(
+                    f"{where}: {key}_{name} holds {bad:,} non-finite values (NaN or inf); "
+                    f"clean or impute them in load_data()"
+                )
+    train, test = _shapes(datasets.train), _shapes(datasets.test)
+    if train != test:
+        raise UserError(
+            f"{where}: the test split's examples are shaped {test}, the training split's "
+            f"{train}; load_data() must return both splits in one form"
+        )
+
+
+def _shapes(split: data.Split) -> dict:
+    x = split.x if isinstance(split.x, dict) else {"x": split.x}
+    return {**{k: tuple(np.shape(v)[1:]) for k, v in sorted(x.items())}, "y": split.y.shape[1:]}
+
+
+def check_labels(classes: int | None, datasets: data.Data, where: str) -> None:
+    """UserError unless sparse labels (integers, for a sparse categorical loss over
+    `classes` outputs) lie in [0, classes)."""
+    if classes is None:
+        return
+    for name, split in (("train", datasets.train), ("test", datasets.test)):
+        y = split.y
+        if not np.issubdtype(y.dtype, np.integer) and not np.array_equal(y, np.round(y)):
+            raise UserError(
+                f"{where}: y_{name} holds non-integer labels, but the model is compiled with "
+                f"a sparse categorical loss; give class indices 0..{classes - 1}"
+            )
+        low, high = y.min(), y.max()
+        if low < 0 or high >= classes:
+            raise UserError(
+                f"{where}: y_{name} holds labels from {low:g} to {high:g}, but the model "
+                f"outputs {classes} classes (0..{classes - 1}); give the last "
+                f"layer {int(high) + 1} units or renumber the labels"
+            )
+
+
 def output_float32(y_pred):
     """The model's output in at least float32, so losses and metrics sum exactly
     whatever the compute dtype (float64 stays float64)."""

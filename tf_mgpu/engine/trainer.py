@@ -8,6 +8,7 @@ the regularization counted once. That is what makes N replicas train like
 one device, whatever the compiled loss object's own reduction.
 """
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -16,8 +17,8 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, loop, metrics, objective, schedules
-from tf_mgpu.engine.task import Task, check_inputs, output_float32
+from tf_mgpu.engine import data, jit, loop, metrics, objective, schedules
+from tf_mgpu.engine.task import Task, check_inputs, check_labels, output_float32
 from tf_mgpu.errors import Diverged, UserError
 
 
@@ -34,21 +35,32 @@ class TrainState:
     train_sums: metrics.Sums
     test_sums: metrics.Sums
 
+    def random_states(self) -> list:
+        """The model's random-number states, which are not weights: one per Keras
+        SeedGenerator (a Dropout layer's, say). See `_replica_streams`."""
+        weights = {id(w) for w in self.model.weights}
+        return [v for v in self.model.variables if id(v) not in weights]
+
     def variables(self) -> list:
         """Every variable that must agree across replicas."""
-        return [*self.model.weights, *self.optimizer.variables, self.epoch]
+        return [*self.model.weights, *self.random_states(), *self.optimizer.variables, self.epoch]
 
     def checkpointed(self) -> dict:
         """What a checkpoint holds: everything training changes, and the epoch's metric sums.
 
         Not the learning rate: it comes from the flags, so a resumed run may change it.
+        The random states are there when the model has any, so that a resumed run draws
+        the dropout masks the uninterrupted one would have drawn.
         """
-        return {
+        held = {
             "weights": list(self.model.weights),
             "optimizer": [v for v in self.optimizer.variables if "learning_rate" not in v.path],
             "epoch": self.epoch,
             "train_sums": self.train_sums.variables(),
         }
+        if self.random_states():
+            held["random"] = self.random_states()
+        return held
 
 
 def create_state(
@@ -66,8 +78,14 @@ def create_state(
             )
         found = objective.from_compiled(net, sample.y.shape[1:], task.where)
         check_inputs(net, sample.x, task.where)
-        if not net.built:  # a subclassed model: its variables exist after a first call
-            net(task.preprocess(sample.x), training=False)
+        # Also builds a subclassed model's variables, which exist after a first call.
+        y_pred = output_float32(net(task.preprocess(sample.x), training=False))
+        if found.loss(tf.constant(sample.y), y_pred).shape.rank == 0:
+            raise UserError(
+                f"{task.where}: the compiled loss returns one value per batch, not one per "
+                f"example; return the per-example values (no mean over the batch): tf_mgpu "
+                f"reduces them over the global batch, however it is split over replicas"
+            )
         net.optimizer.build(net.trainable_variables)
         return TrainState(
             model=net,
@@ -83,16 +101,46 @@ def _outputs(state: TrainState, x, training: bool):
     return output_float32(state.model(x, training=training))
 
 
+# Apart from the seeds Keras draws (1 to 1e9), so no replica's stream is another layer's.
+_STREAM_STRIDE = 2_654_435_761
+
+
+@contextlib.contextmanager
+def _replica_streams(state: TrainState):
+    """Each replica draws its own random numbers (dropout masks) inside the block.
+
+    A Keras SeedGenerator's state [seed, counter] is a variable that every
+    replica updates alone (aggregation "none"), so N replicas would draw N
+    copies of one mask. Inside the block replica r draws from seed + r x
+    stride instead; after it the state is what one device's would be, the
+    same on every replica, so it stays reproducible from --seed and fits a
+    checkpoint.
+    """
+    context = tf.distribute.get_replica_context()
+    states = state.random_states()
+    if not states or context is None or context.num_replicas_in_sync == 1:
+        yield
+        return
+    replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+    shift = tf.stack([replica * _STREAM_STRIDE, tf.constant(0, tf.int64)])
+    for variable in states:
+        variable.assign_add(tf.cast(shift, variable.dtype))
+    yield
+    for variable in states:
+        variable.assign_sub(tf.cast(shift, variable.dtype))
+
+
 def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y):
     """This replica's share of the gradient of the mean loss over the global batch,
     and whether its loss was finite."""
-    with tf.GradientTape() as tape:
+    with tf.GradientTape() as tape, _replica_streams(state):
         y_pred = _outputs(state, x, training=True)
         per_example = state.objective.loss(y, y_pred)
         loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        if state.model.losses:  # regularization: once per step over all replicas
-            regularization = tf.nn.scale_regularization_loss(tf.add_n(state.model.losses))
-            loss += tf.cast(regularization, loss.dtype) / accumulation_steps
+        regularization = _regularization(state, per_example.dtype)
+        if regularization is not None:  # once per step over all replicas
+            loss += tf.nn.scale_regularization_loss(regularization) / accumulation_steps
+            per_example += regularization  # reported as Keras reports it
     state.train_sums.update(per_example, y, y_pred)
     return tape.gradient(loss, state.model.trainable_variables), tf.math.is_finite(loss)
 
@@ -129,9 +177,21 @@ def replica_train_step(
     return finite
 
 
+def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
+    """The model's regularization losses of the call just made, summed, or None."""
+    losses = state.model.losses
+    return tf.cast(tf.add_n(losses), dtype) if losses else None
+
+
 def replica_eval_step(state: TrainState, x, y, weights) -> None:
+    """Sums the test loss as Keras's `evaluate` reports it: the compiled loss plus the
+    regularization losses, and every metric."""
     y_pred = _outputs(state, x, training=False)
-    state.test_sums.update(state.objective.loss(y, y_pred), y, y_pred, weights)
+    per_example = state.objective.loss(y, y_pred)
+    regularization = _regularization(state, per_example.dtype)
+    if regularization is not None:
+        per_example += regularization
+    state.test_sums.update(per_example, y, y_pred, weights)
 
 
 class Trainer:
@@ -153,8 +213,10 @@ class Trainer:
         self.train_examples = len(datasets.train)
         self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
         self.steps_per_loop = config.steps_per_loop
-        self.jit_scope = loop.jit_scope(strategy, config.jit_compile, config.input)
         self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
+        check_labels(self.state.objective.sparse_classes, datasets, task.where)
+        self.jit = jit.choose(config.jit_compile, strategy, self.state.model, config.input)
+        self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(
             self.state.optimizer,
             config,

@@ -28,6 +28,7 @@ def start_line(
     config: Config,
     global_batch: int,
     model: str = "mnist_mlp",
+    xla: str = "",
 ) -> str:
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategies.devices_of(strategy))
@@ -40,7 +41,7 @@ def start_line(
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
         f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop} "
-        f"model={model}"
+        f"model={model}" + (f" {xla}" if xla else "")
     )
 
 

@@ -56,6 +56,7 @@ def summary(
         "learning_rate": schedules.peak_rate(trainer.learning_rate),
         "task_name": trainer.task.name,
         "xla": trainer.jit_scope,
+        "xla_reason": trainer.jit.reason,
         "config": dataclasses.asdict(config),
         "history": history,
         # test_loss, test_<metric> for every compiled metric, test_examples

@@ -19,7 +19,7 @@ import tensorflow as tf
 from tf_mgpu import tasks
 from tf_mgpu.config import Config
 from tf_mgpu.engine import data
-from tf_mgpu.engine.task import Task
+from tf_mgpu.engine.task import Task, check_data
 from tf_mgpu.errors import UserError
 
 
@@ -102,10 +102,9 @@ def to_data(returned, where: str) -> data.Data:
             f"{where}: load_data() returned {type(returned).__name__}; it must return "
             f"(x_train, y_train), (x_test, y_test)"
         ) from None
-    return data.Data(
-        train=_split(train, where, "train"),
-        test=_split(test, where, "test"),
-    )
+    loaded = data.Data(train=_split(train, where, "train"), test=_split(test, where, "test"))
+    check_data(loaded, where)
+    return loaded
 
 
 def _split(pair, where: str, name: str) -> data.Split:
