@@ -20,6 +20,7 @@ EXIT_BUG = 1
 EXIT_USAGE = 2
 EXIT_USER_ERROR = 3
 EXIT_DIVERGED = 4
+EXIT_NOT_EQUIVALENT = 4  # tf_mgpu.check: N replicas do not train like one device
 EXIT_PEERS_UNREACHABLE = 5
 EXIT_PEER_LOST = 6
 EXIT_STOPPED = 75

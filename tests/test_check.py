@@ -1,0 +1,114 @@
+"""`python -m tf_mgpu.check`: the equivalence proof for the user's own model, and its diagnosis."""
+
+import sys
+import textwrap
+
+import pytest
+
+from tests import support
+from tf_mgpu import errors
+from tf_mgpu.config import Config
+from tf_mgpu.errors import UserError
+from tf_mgpu.tools.check import runner
+
+EXAMPLE = support.ROOT / "examples" / "two_inputs_task.py"
+
+
+def check_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tf_mgpu.check", *args]
+
+
+@pytest.mark.cluster
+def test_the_example_task_is_equivalent_and_its_unsynchronized_variant_is_not(tmp_path):
+    variant = tmp_path / "unsynchronized.py"
+    variant.write_text(EXAMPLE.read_text().replace("synchronized=True", "synchronized=False"))
+    commands = {
+        name: (check_command(f"--task={path}"), support.environment())
+        for name, path in (("good", EXAMPLE), ("bad", variant))
+    }
+    finished = support.run_processes(commands, tmp_path / "logs", timeout=240)
+    good, bad = finished["good"], finished["bad"]
+    assert good.returncode == 0, good.tail()
+    assert "model two_inputs  783 parameters  5 steps  float64" in good.stdout, good.tail()
+    for label in ("one device ", "2 replicas ", "memory per replica", "XLA ", "randomness off"):
+        assert f"  {label}" in good.stdout, good.tail()
+    assert "ms/step  test_loss" in good.stdout
+    assert "Dropout dropout (rate 0.2)" in good.stdout
+    assert "(tolerance 1e-09): EQUIVALENT" in good.stdout, good.tail()
+
+    assert bad.returncode == errors.EXIT_NOT_EQUIVALENT, bad.tail()
+    assert "NOT EQUIVALENT" in bad.stdout, bad.tail()
+    assert "batch_norm                     1.0e-02  <- first to differ in the forward pass" in (
+        bad.stdout
+    ), bad.tail()
+    assert "likely cause: unsynchronized batch statistics: BatchNormalization batch_norm" in (
+        bad.stdout
+    ), bad.tail()
+
+
+TASK = """
+import keras
+import numpy as np
+import tensorflow as tf
+
+{extra}
+
+def build_model():
+    inputs = keras.Input((6,))
+    hidden = keras.layers.Dense(8, activation="relu", name="hidden")(inputs)
+    {layer}
+    outputs = keras.layers.Dense(3, name="out")(hidden)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss={loss})
+    return model
+
+def load_data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 6)).astype("float32")
+    y = (x[:, 0] > 0).astype("int64") + (x[:, 1] > 0)
+    return (x, y), (x[:64], y[:64])
+"""
+SCCE = "keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
+CENTER = '''
+class Center(keras.layers.Layer):
+    """Subtracts the batch mean: it reads the batch it is handed."""
+    def call(self, x):
+        return x - tf.reduce_mean(x, axis=0, keepdims=True)
+'''
+MEAN_LOSS = '''
+def mean_loss(y, y_pred):
+    """Reduces over the batch itself: one value per batch, not per example."""
+    per_example = keras.losses.sparse_categorical_crossentropy(y, y_pred, from_logits=True)
+    return tf.reduce_mean(per_example)
+'''
+
+
+@pytest.fixture(autouse=True)
+def _fresh_keys():
+    support.fresh_collective_keys()  # check builds its own MirroredStrategy, once per process
+
+
+def write(tmp_path, **parts) -> str:
+    path = tmp_path / "task.py"
+    fields = {"extra": "", "layer": "", "loss": SCCE, **parts}
+    path.write_text(textwrap.dedent(TASK.format(**fields)))
+    return str(path)
+
+
+def test_a_plain_model_is_equivalent(tmp_path):
+    outcome = runner.check(Config(task=write(tmp_path), batch_size=8, dtype="float64"), 2, 5)
+    assert outcome.equivalent, outcome.text
+
+
+def test_a_layer_reading_the_per_replica_batch_is_named(tmp_path):
+    task = write(tmp_path, extra=CENTER, layer='hidden = Center(name="center")(hidden)')
+    outcome = runner.check(Config(task=task, batch_size=8, dtype="float64"), 2, 5)
+    assert not outcome.equivalent, outcome.text
+    assert "first to differ in the forward pass: center" in outcome.text
+    assert "likely cause: layer center computes over the batch it is handed" in outcome.text
+
+
+def test_a_loss_reduced_over_the_batch_is_refused_before_training(tmp_path):
+    task = write(tmp_path, extra=MEAN_LOSS, loss="mean_loss")
+    with pytest.raises(UserError, match="returns one value per batch, not one per example"):
+        runner.check(Config(task=task, batch_size=8, dtype="float64"), 2, 5)
