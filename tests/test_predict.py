@@ -9,6 +9,9 @@ from PIL import Image
 
 from tests import support
 from tests.support import on_paper
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.tasks import adapter
 from tf_mgpu.tasks.mnist import serving as export
 
 LINE = re.compile(r"^(\S+): (\d) \(p=([0-9.]+)\)$", re.M)
@@ -72,7 +75,7 @@ def test_png_files_of_real_test_digits_get_their_labels(mnist, model_dir, tmp_pa
     [
         (["{image}", "{missing}"], 3, "{missing} does not exist"),
         (["{not_image}"], 3, "cannot read image {not_image}"),
-        ([], 2, "no images given"),
+        ([], 2, "no inputs given"),
     ],
     ids=["missing_image", "not_an_image", "no_images"],
 )
@@ -95,3 +98,34 @@ def test_a_model_path_that_does_not_exist_is_one_line_and_exit_3(mnist, tmp_path
     Image.fromarray(mnist.test.x[0], "L").save(image)
     finished = run_predict([f"--model={tmp_path}/nothing", str(image)], tmp_path)
     support.assert_one_line_exit(finished, 3, f"--model={tmp_path}/nothing does not exist")
+
+
+def test_arrays_of_inputs_for_a_user_task_get_the_models_own_predictions(tmp_path):
+    task = str(support.ROOT / "examples" / "two_inputs_task.py")
+    model_dir = tmp_path / "run"
+    config = Config(task=task, batch_size=32, epochs=1, model_dir=str(model_dir))
+    trained = training.run(config, strategy=support.cpu_strategy(1))
+    x = adapter.load(task).load_data(config).test.take(slice(0, 300)).x
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, **x)
+    finished = run_predict([f"--model={model_dir}", f"--task={task}", str(inputs)], tmp_path)
+    assert finished.returncode == 0, finished.tail()
+    (line,) = finished.stdout.strip().splitlines()
+    assert line.startswith(
+        f"{inputs}: 300 examples -> {tmp_path}/inputs.predictions.npy (300, 3) float32; "
+        f"argmax counts 0: "
+    ), line
+    predicted = np.load(tmp_path / "inputs.predictions.npy")
+    expected = trained.state.model.predict(x, verbose=0)
+    np.testing.assert_allclose(predicted, expected, atol=1e-6)
+
+
+def test_mixed_or_unreadable_inputs_are_one_line_before_the_model_loads(tmp_path):
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, features=np.zeros((3, 16), np.float32))
+    finished = run_predict(["--model=/no/such/model", str(inputs), "digit.png"], tmp_path)
+    support.assert_one_line_exit(finished, 2, "give images or .npy/.npz arrays, not both")
+    broken = tmp_path / "broken.npy"
+    broken.write_text("not an array")
+    finished = run_predict(["--model=/no/such/model", str(broken)], tmp_path / "logs2")
+    support.assert_one_line_exit(finished, 3, f"cannot read {broken} as a NumPy array file")

@@ -1,11 +1,23 @@
-"""Prints the digit an exported model sees in each image, and its probability.
+"""Runs an exported model on images (MNIST tasks) or on arrays of inputs (any task).
 
   python -m tf_mgpu.predict --model=/tmp/tf_mgpu a.png b.png
   a.png: 7 (p=0.998)
   b.png: 2 (p=0.951)
 
+  python -m tf_mgpu.predict --model=/tmp/run --task=my_task.py inputs.npz
+  inputs.npz: 1,000 examples -> inputs.predictions.npy (1000, 3) float32; argmax counts ...
+
+Arrays: a .npy holds x for a one-input model; a .npz holds one array per
+model input, keyed by the input's name (or a single array for a one-input
+model). The model's outputs are saved next to each input file as
+`<name>.predictions.npy`, and one line per file says where. --task imports
+the task file first, so functions it defines (a custom metric, say) are
+found when the model loads. Arrays are read and checked before TensorFlow
+loads; a file that cannot be read is one line and exit code 3.
+
+Images:
 --model takes a run's --model_dir (its model.keras is read), a .keras file
-or a SavedModel folder. Each image is a PNG (or any file Pillow reads):
+or (for images) a SavedModel folder. Each image is a PNG (or any file Pillow reads):
 28x28 greyscale with a white digit on black, as MNIST draws them, is used
 as is. Any other is converted: transparency laid over white, colour to
 greyscale, and an image whose border is light on average (a dark digit on
@@ -18,6 +30,7 @@ and exit code 3, before the model loads.
 
 # The only module that reads these flags; tf_mgpu.images and tf_mgpu.outputs.export do the work.
 
+import os
 import sys
 
 import numpy as np
@@ -29,6 +42,61 @@ from tf_mgpu.tasks.mnist import images
 _MODEL = flags.DEFINE_string(
     "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
 )
+_TASK = flags.DEFINE_string(
+    "task", None, "For arrays: the task the model was trained on, imported before it loads."
+)
+ARRAYS = (".npy", ".npz")
+
+
+def predict_arrays(paths: list[str]) -> list[str]:
+    """One line per file: the predictions' shape and where they were saved."""
+    inputs = [_read_array(path) for path in paths]
+    # TensorFlow loads here, once every file has been read.
+    from tf_mgpu.outputs import export
+    from tf_mgpu.tasks import adapter
+
+    if _TASK.value:
+        adapter.load(_TASK.value)
+    model = export.load(export.locate(_MODEL.value))
+    lines = []
+    for path, x in zip(paths, inputs, strict=True):
+        x = _for_model(model, x, path)
+        predictions = np.asarray(model.predict(x, batch_size=256, verbose=0))
+        out = os.path.splitext(path)[0] + ".predictions.npy"
+        np.save(out, predictions)
+        examples = len(predictions)
+        line = f"{path}: {examples:,} examples -> {out} {predictions.shape} {predictions.dtype}"
+        if predictions.ndim == 2 and predictions.shape[1] > 1:
+            counts = np.bincount(predictions.argmax(axis=1), minlength=predictions.shape[1])
+            line += "; argmax counts " + ", ".join(f"{k}: {n}" for k, n in enumerate(counts))
+        lines.append(line)
+    return lines
+
+
+def _read_array(path: str):
+    try:
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as archive:
+                return {key: archive[key] for key in archive.files}
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise errors.UserError(f"cannot read {path} as a NumPy array file ({e})") from None
+
+
+def _for_model(model, x, path: str):
+    """`x` as the model takes it: a dict keyed by input names, or one array."""
+    names = [t.name for t in getattr(model, "inputs", None) or []]
+    if isinstance(x, dict) and len(x) == 1 and len(names) <= 1:
+        (x,) = x.values()
+    if isinstance(x, dict):
+        missing = sorted(set(names) - set(x))
+        if missing:
+            raise errors.UserError(
+                f"{path} lacks the model's inputs {', '.join(missing)} (it holds "
+                f"{', '.join(sorted(x))}); save one array per input, named like the input"
+            )
+        return {name: x[name] for name in names}
+    return x
 
 
 def predict(paths: list[str]) -> list[str]:
@@ -47,13 +115,22 @@ def predict(paths: list[str]) -> list[str]:
 def main(argv: list[str]) -> None:
     if len(argv) < 2:
         print(
-            "tf_mgpu: error: no images given; usage: python -m tf_mgpu.predict --model=PATH "
-            "IMAGE.png...",
+            "tf_mgpu: error: no inputs given; usage: python -m tf_mgpu.predict --model=PATH "
+            "IMAGE.png... or ARRAYS.npz...",
             file=sys.stderr,
         )
         sys.exit(errors.EXIT_USAGE)
     cli.quiet_tensorflow()
-    cli.run(lambda: print("\n".join(predict(argv[1:]))))
+    paths = argv[1:]
+    arrays = [p for p in paths if p.endswith(ARRAYS)]
+    if arrays and len(arrays) != len(paths):
+        print(
+            "tf_mgpu: error: give images or .npy/.npz arrays, not both in one call",
+            file=sys.stderr,
+        )
+        sys.exit(errors.EXIT_USAGE)
+    run = predict_arrays if arrays else predict
+    cli.run(lambda: print("\n".join(run(paths))))
 
 
 if __name__ == "__main__":
