@@ -50,8 +50,9 @@ _MWMS_BATCHES = flags.DEFINE_list(
 _TASK = flags.DEFINE_string(
     "task",
     "mnist_mlp",
-    "What tf_mgpu.main trains, as its --task. The reference loops train mnist_mlp's recipe "
-    "and run only for it; another task compares tf_mgpu's own variants.",
+    "What tf_mgpu.main trains, as its --task. For mnist_mlp: the seed's PyTorch loop, Keras "
+    "fit and the XLA floor as references; for any other task: Keras fit of that task, and "
+    "tf_mgpu with --jit_compile auto, forced and off.",
 )
 _TRAIN_SPLIT = flags.DEFINE_string("train_split", "train", "TFDS split every run trains on.")
 _TEST_SPLIT = flags.DEFINE_string("test_split", "test", "TFDS split every run evaluates on.")
@@ -90,6 +91,7 @@ def run_reference(settings: benchmark.Settings) -> None:
         epochs=settings.epochs,
         train_split=settings.train_split,
         test_split=settings.test_split,
+        task=settings.task,
     )
     print(baselines.result_line(result), flush=True)
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.support import fresh_collective_keys, mnist_manual_dir
+from tests.support import ROOT, fresh_collective_keys, mnist_manual_dir
 from tf_mgpu.errors import UserError
 from tf_mgpu.tools.bench import baselines
 
@@ -92,6 +92,21 @@ def test_keras_fit_trains_on_a_slice(mnist_data_dir):
     fresh_collective_keys()
     result = baselines.keras_fit(mnist_data_dir, None, epochs=2, **SLICE)
     check_result(result, epochs=2, examples=2048)
+
+
+def test_keras_fit_of_any_task_fits_and_evaluates_it_as_compiled():
+    task = str(ROOT / "examples" / "two_inputs_task.py")
+    result = baselines.run(
+        "keras_fit_task",
+        manual_dir="/unused",
+        data_dir=None,
+        epochs=2,
+        train_split="train",
+        test_split="test",
+        task=task,
+    )
+    check_result(result, epochs=2, examples=2048)
+    assert result["test_accuracy"] > 0.5, result  # 3 classes: chance is 1/3
 
 
 def test_xla_floor_trains_on_whole_batches_of_a_slice(mnist_data_dir):

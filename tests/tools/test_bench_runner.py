@@ -53,15 +53,21 @@ def test_only_selects_variants_and_pairs_with_the_targets_they_can_answer():
     assert len(targets) == 4, targets
 
 
-def test_another_task_runs_tf_mgpus_variants_only_and_passes_the_task(tmp_path):
+def test_another_task_runs_keras_fit_of_it_and_three_xla_choices_and_passes_the_task(tmp_path):
     variants, _, targets = benchmark.select(None, [], task="examples/convnet_task.py")
-    names = {variant.name for variant in variants}
-    assert not names & {"seed_torch", "keras_fit", "xla_floor"}, names
-    assert "tf_mgpu" in names
-    assert all({t.a, t.b} <= names for t in targets), targets
+    names = [variant.name for variant in variants]
+    assert names[:4] == ["keras_fit_task", "tf_mgpu", "tf_mgpu_jit", "tf_mgpu_nojit"], names
+    assert not set(names) & {"seed_torch", "keras_fit", "xla_floor"}, names
+    assert {(t.label, t.op, t.bound) for t in targets} >= {
+        ("steady ex/s, tf_mgpu / keras_fit_task", ">=", 1.8),
+        ("end-to-end wall, tf_mgpu / keras_fit_task", "<=", 0.65),
+        ("steady ex/s, auto / XLA forced", ">=", 0.9),
+        ("steady ex/s, auto / no XLA", ">=", 0.9),
+    }
     settings = benchmark.Settings(manual_dir="/m", task="examples/convnet_task.py")
-    command = benchmark.command(variants[0], settings, tmp_path)
-    assert "--task=examples/convnet_task.py" in command, command
+    for variant in variants:
+        command = benchmark.command(variant, settings, tmp_path)
+        assert "--task=examples/convnet_task.py" in command, command
 
 
 @pytest.mark.parametrize(

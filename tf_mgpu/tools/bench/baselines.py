@@ -25,7 +25,7 @@ import numpy as np
 
 from tf_mgpu.errors import UserError
 
-REFERENCES = ("seed_torch", "keras_fit", "xla_floor")
+REFERENCES = ("seed_torch", "keras_fit", "xla_floor", "keras_fit_task")
 RESULT_PREFIX = "tf_mgpu bench result: "
 BATCH_SIZE = 64
 LEARNING_RATE = 0.01
@@ -46,12 +46,17 @@ def run(
     epochs: int,
     train_split: str,
     test_split: str,
+    task: str = "mnist_mlp",
 ) -> dict:
     """Runs the reference loop `name` (one of REFERENCES) and returns its result dict."""
     if name == "seed_torch":
         return seed_torch(manual_dir, epochs, train_split, test_split)
     if name == "keras_fit":
         return keras_fit(data_dir, manual_dir, epochs, train_split, test_split)
+    if name == "keras_fit_task":
+        from tf_mgpu.tools.bench import task_fit
+
+        return task_fit.keras_fit_task(task, data_dir, manual_dir, epochs, train_split, test_split)
     if name == "xla_floor":
         return xla_floor(data_dir, manual_dir, epochs, train_split, test_split)
     raise UserError(f"unknown reference loop {name!r}; choose one of {', '.join(REFERENCES)}")
@@ -70,7 +75,7 @@ def parse_result(stdout: str) -> dict:
     raise ValueError(f"no line starting with {RESULT_PREFIX!r} in the output")
 
 
-def _result(epoch_seconds: list[float], examples: int, test_accuracy: float) -> dict:
+def result(epoch_seconds: list[float], examples: int, test_accuracy: float) -> dict:
     return {
         "epoch_seconds": epoch_seconds,
         "train_examples_per_epoch": examples,
@@ -160,7 +165,7 @@ def seed_torch(
         inputs = torch.from_numpy(test_images).float().div(255).unsqueeze(1)
         predicted = model(inputs).argmax(dim=1).numpy()
     accuracy = float(np.mean(predicted == test_labels))
-    return _result(epoch_seconds, len(train_loader.dataset), accuracy)
+    return result(epoch_seconds, len(train_loader.dataset), accuracy)
 
 
 def _torch_net():
@@ -222,12 +227,12 @@ def keras_fit(
     with strategy.scope():
         net = mnist_mlp.build_model()  # compiled: SGD at 0.01, the seed's recipe
         net.optimizer.learning_rate = LEARNING_RATE
-    timer = _epoch_timer()
+    timer = epoch_timer()
     train = _keras_dataset(mnist.train, shuffle=True)
     # The dataset reshuffles itself; fit's own `shuffle` applies to arrays only.
     net.fit(train, epochs=epochs, callbacks=[timer], shuffle=False, verbose=0)
     _, accuracy = net.evaluate(_keras_dataset(mnist.test, shuffle=False), verbose=0)
-    return _result(timer.seconds, len(mnist.train), float(accuracy))
+    return result(timer.seconds, len(mnist.train), float(accuracy))
 
 
 def _keras_dataset(split, shuffle: bool):
@@ -239,7 +244,7 @@ def _keras_dataset(split, shuffle: bool):
     return dataset.batch(BATCH_SIZE)
 
 
-def _epoch_timer():
+def epoch_timer():
     """A Keras callback whose `seconds` lists each epoch's training time."""
     import keras
 
@@ -294,7 +299,7 @@ def xla_floor(
     logits = tf.function(jit_compile=True)(lambda x: _logits(variables, x))
     predicted = logits(tf.constant(mnist.test.x)).numpy().argmax(axis=1)
     accuracy = float(np.mean(predicted == mnist.test.y))
-    return _result(epoch_seconds, steps * BATCH_SIZE, accuracy)
+    return result(epoch_seconds, steps * BATCH_SIZE, accuracy)
 
 
 def _dense_variables(seed: int) -> list:

@@ -141,6 +141,34 @@ TARGETS = (
 )
 
 
+# Any task other than mnist_mlp: tf_mgpu's XLA choices against Keras fit of the same task.
+TASK_TABLE = (
+    Variant("keras_fit_task", "Keras model.fit of the task as compiled, batch 64, then evaluate"),
+    Variant("tf_mgpu", "python -m tf_mgpu.main --task=..., defaults (--jit_compile=auto)", ()),
+    Variant("tf_mgpu_jit", "--jit_compile (XLA forced)", ("--jit_compile",)),
+    Variant("tf_mgpu_nojit", "--nojit_compile", ("--nojit_compile",)),
+)
+TASK_TARGETS = (
+    Comparison(
+        "steady ex/s, tf_mgpu / keras_fit_task", "tf_mgpu", "keras_fit_task", FIGURES[0], ">=", 1.8
+    ),
+    Comparison(
+        "end-to-end wall, tf_mgpu / keras_fit_task",
+        "tf_mgpu",
+        "keras_fit_task",
+        "wall_seconds",
+        "<=",
+        0.65,
+    ),
+    # --jit_compile=auto within 10% of the better of forced XLA and no XLA.
+    Comparison("steady ex/s, auto / XLA forced", "tf_mgpu", "tf_mgpu_jit", FIGURES[0], ">=", 0.9),
+    Comparison("steady ex/s, auto / no XLA", "tf_mgpu", "tf_mgpu_nojit", FIGURES[0], ">=", 0.9),
+    Comparison(
+        "test accuracy, tf_mgpu - keras_fit_task", "tf_mgpu", "keras_fit_task", "test_accuracy", "±"
+    ),
+)
+
+
 def single(batch: int) -> Variant:
     """One process on one device at `batch`: the reference of the scaling pairs."""
     description = f"1 process, 1 device, batch {batch}"
@@ -206,11 +234,7 @@ def select(
             raise UserError(f"--mwms_batches: {batch} is not an even global batch >= 2")
     pairs = {"mirroring": mirroring_pair(), "mirroring_nojit": mirroring_without_xla_pair()}
     pairs.update({f"mwms_{g}": mwms_pair(g) for g in mwms_batches})
-    table = {
-        variant.name: variant
-        for variant in TABLE
-        if task == "mnist_mlp" or variant.main_args is not None
-    }
+    table = {variant.name: variant for variant in (TABLE if task == "mnist_mlp" else TASK_TABLE)}
     names = list(only) if only else [*table, *pairs]
     unknown = [name for name in names if name not in table and name not in pairs]
     if unknown:
@@ -222,7 +246,8 @@ def select(
         for variant in pairs[name][0] if name in pairs else [table[name]]:
             variants.setdefault(variant.name, variant)
     scaling = [pairs[name][1] for name in names if name in pairs]
-    targets = [t for t in (*TARGETS, *scaling) if t.op is not None]
+    given = TARGETS if task == "mnist_mlp" else TASK_TARGETS
+    targets = [t for t in (*given, *scaling) if t.op is not None]
     return list(variants.values()), scaling, [t for t in targets if {t.a, t.b} <= set(variants)]
 
 
@@ -243,7 +268,8 @@ def command(variant: Variant, settings: Settings, model_dir: pathlib.Path | None
     if settings.data_dir is not None:
         common.append(f"--data_dir={settings.data_dir}")
     if variant.main_args is None:
-        return [sys.executable, "-m", "tf_mgpu.bench", f"--variant={variant.name}", *common]
+        reference = ["-m", "tf_mgpu.bench", f"--variant={variant.name}", f"--task={settings.task}"]
+        return [sys.executable, *reference, *common]
     strategy = (
         ["--strategy=multi_worker_mirrored", "--startup_timeout=120"]
         if variant.workers > 1
