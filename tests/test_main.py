@@ -38,7 +38,7 @@ def test_helpfull_explains_every_flag():
     done = quick(["--helpfull"])  # absl exits 1 after printing help
     assert "Trains the seed's MNIST model" in done.stdout, done.stderr
     for holder in main._ALL_FLAGS:
-        boolean = isinstance(holder.default, bool)
+        boolean = flags.FLAGS[holder.name].boolean
         shown = f"--[no]{holder.name}" if boolean else f"--{holder.name}"
         assert shown in done.stdout, holder.name
     assert "The global batch is this times" in " ".join(done.stdout.split()), done.stdout
