@@ -48,9 +48,9 @@ def without_randomness(task: Task) -> tuple[Task, list[str]]:
             for attribute in ("rate", "stddev"):
                 value = getattr(layer, attribute, None)
                 if hasattr(layer, "seed_generator") and isinstance(value, float) and value > 0:
-                    turned_off.append(
-                        f"{type(layer).__name__} {layer.name} ({attribute} {value:g})"
-                    )
+                    if len(builds) == 1:
+                        kind = type(layer).__name__
+                        turned_off.append(f"{kind} {layer.name} ({attribute} {value:g})")
                     setattr(layer, attribute, 0.0)
         return model
 
