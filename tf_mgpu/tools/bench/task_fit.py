@@ -39,6 +39,7 @@ def keras_fit_task(
     )
     datasets = record.load_data(config)
     keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(config.dtype)  # as tf_mgpu builds it: float32
     net = record.build_model()
 
     def host(x):
