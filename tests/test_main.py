@@ -13,7 +13,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import errors, main, training
+from tf_mgpu import errors, main, timing, training
 from tf_mgpu.cluster import local
 from tf_mgpu.config import Config
 from tf_mgpu.tasks import mnist_mlp
@@ -285,6 +285,15 @@ def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data
     assert summary["versions"]["tensorflow"].startswith("2.21"), summary["versions"]
     assert len(summary["devices"]) == 2, summary["devices"]
     assert all("CPU:" in d for d in summary["devices"]), summary["devices"]
+    # Where the wall time went: the last line, and the same figures in the summary.
+    seconds = summary["seconds"]
+    assert set(seconds) == {*timing.PHASES, "other", "total"}, seconds
+    parts = sum(value for name, value in seconds.items() if name != "total")
+    assert abs(parts - seconds["total"]) < 0.01, seconds
+    assert min(seconds["import"], seconds["compile"], seconds["train"]) > 0, seconds
+    assert seconds["total"] <= first.seconds, (seconds, first.seconds)
+    last = first.stdout.splitlines()[-1]
+    assert last.startswith(f"tf_mgpu time: {seconds['total']:.1f} s = import "), first.tail()
 
     replay = support.run_main(
         [f"--flagfile={tmp_path / 'a' / 'flags.txt'}", f"--model_dir={tmp_path / 'b'}"],

@@ -20,7 +20,7 @@ import sys
 
 from absl import app, flags
 
-from tf_mgpu import api, cli, compile_cache, tasks
+from tf_mgpu import api, cli, compile_cache, tasks, timing
 from tf_mgpu.cluster import slurm, supervisor, tf_config
 from tf_mgpu.config import DTYPES, INPUTS, STRATEGIES, Config
 from tf_mgpu.engine import stopping
@@ -276,6 +276,7 @@ def main(argv: list[str]) -> None:
 
 
 def _run(config: Config) -> None:
+    clock = timing.Phases(since_process_start=True)
     if _CLUSTER_RESOLVER.value == "slurm" and not supervisor.is_child():
         # TF_CONFIG (and, on GPU nodes, CUDA_VISIBLE_DEVICES) for this process and the
         # trainer child it starts; neither reads a Slurm variable afterwards.
@@ -298,7 +299,8 @@ def _run(config: Config) -> None:
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     from tf_mgpu import training
 
-    training.run(config, flagfile=flagfile_text(), stop=stop)
+    clock.mark("import")
+    training.run(config, flagfile=flagfile_text(), stop=stop, clock=clock)
 
 
 if __name__ == "__main__":

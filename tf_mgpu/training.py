@@ -13,6 +13,7 @@ import re
 
 import tensorflow as tf
 
+from tf_mgpu import timing
 from tf_mgpu.cluster import preflight, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine import (
@@ -54,6 +55,7 @@ class _Run:
     logs: tensorboard.Summaries
     stop: stopping.Stop
     flagfile: str | None
+    clock: timing.Phases
 
     @property
     def multi_worker(self) -> bool:
@@ -75,6 +77,7 @@ def run(
     datasets: Data | None = None,
     flagfile: str | None = None,
     stop: stopping.Stop | None = None,
+    clock: timing.Phases | None = None,
 ) -> Result | None:
     """Trains and evaluates `task` for `config.epochs`, resuming from `config.model_dir`.
 
@@ -83,10 +86,12 @@ def run(
     built from `config` (tests use this). `flagfile` is the text of a
     flagfile that replays the run; the chief writes it into
     `config.model_dir` with the other outputs. `stop` carries SIGTERM/SIGINT
-    requests (see `tf_mgpu.engine.stopping`). Returns None when the model dir
-    already holds every epoch asked for.
+    requests (see `tf_mgpu.engine.stopping`). `clock` times the run's phases
+    (default: from this call). Returns None when the model dir already holds
+    every epoch asked for.
     """
     stop = stop or stopping.Stop()
+    clock = clock or timing.Phases()
     node = tf_config.task_from_env()
     chief_print = print if node.is_chief else (lambda *args, **kwargs: None)
     outputs = report.Outputs(config.model_dir if node.is_chief else None)
@@ -94,17 +99,20 @@ def run(
     # would leave its peers waiting for it.
     outputs.check()
     preflight.strategy(config.strategy, node, config.num_cpu_devices)
-    work = adapter.load(config.task if task is None else task)
-    if strategy is None:
-        devices.grow_gpu_memory(config.memory_growth)
-        devices.split_cpu(config.num_cpu_devices)
-        supervisor.notify("joining")
-        strategy = strategies.create(config.strategy, node)
-        supervisor.notify("joined")
-    stop.start_training(strategy, node.num_workers > 1)
+    with clock.phase("build"):
+        work = adapter.load(config.task if task is None else task)
+        if strategy is None:
+            devices.grow_gpu_memory(config.memory_growth)
+            devices.split_cpu(config.num_cpu_devices)
+            supervisor.notify("joining")
+            strategy = strategies.create(config.strategy, node)
+            supervisor.notify("joined")
+        stop.start_training(strategy, node.num_workers > 1)
     if datasets is None:
-        datasets = work.load_data(config)
-    trainer = Trainer(strategy, config, work, datasets)
+        with clock.phase("data"):
+            datasets = work.load_data(config)
+    with clock.phase("build"):
+        trainer = Trainer(strategy, config, work, datasets)
     if config.clean:  # once the task checked out: a broken one loses nothing
         outputs.clean()
     collectives.barrier(strategy)  # no peer reads checkpoints the chief is deleting
@@ -114,7 +122,7 @@ def run(
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:
         return _train(
-            _Run(strategy, node, config, trainer, checkpoints, outputs, logs, stop, flagfile)
+            _Run(strategy, node, config, trainer, checkpoints, outputs, logs, stop, flagfile, clock)
         )
     finally:
         logs.close()
@@ -122,8 +130,9 @@ def run(
 
 def _train(run: _Run) -> Result | None:
     """`run` once the cluster, the data and the state exist: resume, train, save, export."""
-    trainer, config = run.trainer, run.config
-    history = _resume(run)
+    trainer, config, clock = run.trainer, run.config, run.clock
+    with clock.phase("build"):
+        history = _resume(run)
     epoch, _ = trainer.position()
     if epoch >= config.epochs:
         run.chief_print(
@@ -155,6 +164,7 @@ def _train(run: _Run) -> Result | None:
     supervisor.notify("alive")
 
     with _failures(run):
+        clock.add("compile", trainer.compile())
         saving = actions.Checkpointing(trainer, run.checkpoints, config.checkpoint_steps)
         curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
         bar = progress.Progress(enabled=run.node.is_chief)
@@ -175,6 +185,9 @@ def _train(run: _Run) -> Result | None:
                 actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs),
             ],
         ).run()
+    clock.add("train", trainer.call_seconds)
+    clock.add("evaluate", trainer.eval_seconds)
+    clock.add("checkpoint", saving.seconds)
     return _finish(run, history, saving)
 
 
@@ -188,15 +201,19 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Re
     )
     collectives.finish_together(strategy)
     try:
-        run.outputs.finish(facts, trainer.state.model)
-        if run.outputs.model_dir is not None:  # the chief
-            (trainer.task.export or export.save)(trainer.state.model, run.outputs.model_dir)
+        with run.clock.phase("export"):
+            run.outputs.weights(trainer.state.model)
+            if run.outputs.model_dir is not None:  # the chief
+                (trainer.task.export or export.save)(trainer.state.model, run.outputs.model_dir)
+        facts["seconds"] = run.clock.breakdown()
+        run.outputs.summary(facts)
     except OSError as e:
         raise UserError(
             saving.checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
         ) from None
     run.chief_print(report.final_line(facts), flush=True)
     run.chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
+    run.chief_print(timing.line(facts["seconds"]), flush=True)
     return Result(summary=facts, state=trainer.state)
 
 

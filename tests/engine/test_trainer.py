@@ -77,3 +77,33 @@ def test_the_random_state_is_checkpointed_only_when_the_model_has_one():
         "random"
         not in trainer.create_state(cpu_strategy(1), Config(), dense, sample).checkpointed()
     )
+
+
+def dense_dropout_task() -> Task:
+    def build_model():
+        model = keras.Sequential(
+            [keras.Input((16,)), keras.layers.Dropout(0.5), keras.layers.Dense(4)]
+        )
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+    return Task(name="dense", where="dense", build_model=build_model, load_data=None)
+
+
+def test_compile_runs_no_step_and_changes_nothing():
+    # A dense task with dropout, on 2 replicas, fed resident and streamed.
+    rng = np.random.default_rng(0)
+    split = data.Split(rng.normal(size=(64, 16)).astype(np.float32), np.zeros((64, 4), np.float32))
+    for input_kind in ("resident", "stream"):
+        config = Config(seed=3, batch_size=8, epochs=1, input=input_kind, jit_compile=False)
+        task = dense_dropout_task()
+        run = trainer.Trainer(cpu_strategy(2), config, task, data.Data(split, split))
+        before = [np.array(v.numpy()) for v in run.state.variables()]
+        assert run.compile() > 0
+        after = [np.array(v.numpy()) for v in run.state.variables()]
+        assert run.step() == 0, input_kind
+        assert run.call_seconds == 0.0, input_kind
+        for a, b in zip(before, after, strict=True):
+            np.testing.assert_array_equal(a, b)
+        run.train_epoch()
+        assert run.step() == 4, input_kind  # 64 examples at a global batch of 16

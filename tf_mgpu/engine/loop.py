@@ -135,7 +135,8 @@ class ResidentTrain:
     def run(self, epoch: int, first: int, count: int) -> int:
         """Steps `first` to `first + count - 1` of `epoch`.
 
-        Returns the first of them whose loss was not finite, or -1.
+        Returns the first of them whose loss was not finite, or -1. `count=0` traces and
+        compiles the call and runs no step.
         """
         if self._order[0] != epoch:
             order = data.epoch_order(self._num_examples, self._seed, epoch)[: self._used]
@@ -204,8 +205,9 @@ class ResidentEval:
 
         self._steps = steps
 
-    def run(self) -> None:
-        self._steps(tf.constant(self._count, tf.int64))
+    def run(self, count: int | None = None) -> None:
+        """Every test example; `count=0` traces and compiles the call and runs no step."""
+        self._steps(tf.constant(self._count if count is None else count, tf.int64))
 
 
 class StreamEval:
@@ -219,5 +221,6 @@ class StreamEval:
         self._count = steps
         self._stream = StreamTrain(strategy, step, dataset_fn, scope)
 
-    def run(self) -> None:
-        self._stream.run(0, 0, self._count)
+    def run(self, count: int | None = None) -> None:
+        """Every test example; `count=0` traces and compiles the call and runs no step."""
+        self._stream.run(0, 0, self._count if count is None else count)

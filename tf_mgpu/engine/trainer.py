@@ -227,6 +227,7 @@ class Trainer:
         )
         self._train = self._eval = None
         self.call_seconds = 0.0  # spent in training calls so far, in this process
+        self.eval_seconds = 0.0  # and in evaluation calls
 
         @tf.function
         def weights_finite() -> tf.Tensor:
@@ -303,6 +304,22 @@ class Trainer:
                 scope=self.jit_scope,
             )
 
+    def compile(self) -> float:
+        """Traces and compiles the training and evaluation calls by running each for no step.
+
+        Changes no variable, and on several workers runs no collective. Returns the
+        seconds it took: what the first calls would otherwise add to the first epoch.
+        Where XLA compiles each replica's step apart (GPUs), that compile still
+        happens in the first step.
+        """
+        if self._train is None:
+            self._build_loops()
+        started = time.perf_counter()
+        epoch, step = self.position()
+        self._train.run(epoch, step, 0)
+        self._eval.run(count=0)
+        return time.perf_counter() - started
+
     def train_epoch(self, between_calls=lambda last: None) -> dict:
         """The rest of the current epoch, `steps_per_loop` steps per call; collective under MWMS.
 
@@ -350,5 +367,7 @@ class Trainer:
         if self._eval is None:
             self._build_loops()
         self.state.test_sums.reset()
+        started = time.perf_counter()
         self._eval.run()
+        self.eval_seconds += time.perf_counter() - started
         return metrics.prefixed("test", self.state.test_sums.result())

@@ -192,13 +192,20 @@ class Outputs:
 
     def finish(self, summary: dict, model: keras.Model) -> None:
         """Writes the weights and the summary, each renamed into place when complete."""
+        self.weights(model)
+        self.summary(summary)
+
+    def weights(self, model: keras.Model) -> None:
         if self.model_dir is None:
             return
         # Keras insists that a weights file's name ends in .weights.h5.
         partial_weights = self._path("partial." + WEIGHTS)
         model.save_weights(partial_weights)
         os.replace(partial_weights, self._path(WEIGHTS))
-        _write(self._path(SUMMARY), json.dumps(summary, indent=2, allow_nan=False) + "\n")
+
+    def summary(self, summary: dict) -> None:
+        if self.model_dir is not None:
+            _write(self._path(SUMMARY), json.dumps(summary, indent=2, allow_nan=False) + "\n")
 
     def _path(self, name: str) -> str:
         return os.path.join(self.model_dir, name)
