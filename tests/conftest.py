@@ -1,8 +1,18 @@
 """Test setup shared by every file: logical CPU devices and real MNIST, prepared once."""
 
+import sys
+
 import pytest
 
-from tests.support import NUM_CPU_DEVICES, cpu_strategy, mnist_manual_dir, subset
+from tests.support import (
+    NUM_CPU_DEVICES,
+    Finished,
+    cpu_strategy,
+    environment,
+    mnist_manual_dir,
+    run_processes,
+    subset,
+)
 from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.engine import devices
@@ -15,16 +25,46 @@ devices.split_cpu(NUM_CPU_DEVICES)
 
 
 @pytest.fixture(scope="session")
-def mnist_data_dir(tmp_path_factory) -> str:
-    """A TFDS data dir with MNIST prepared from the original files, offline, once."""
+def mnist_preparation(tmp_path_factory) -> tuple[str, dict[str, Finished]]:
+    """MNIST prepared once for the whole session, as two offline workers on a fresh
+    machine prepare it: both at once, into one fresh TFDS data dir, from the original
+    files in TFDS's default manual folder (no --manual_dir), with no network.
+
+    Returns the data dir and both processes' outcomes; the race itself is tested
+    in tests/tasks/mnist/test_data.py, and `mnist_data_dir` fails if it failed.
+    """
     manual_dir = mnist_manual_dir()
     if not all((manual_dir / name).is_file() for name in preflight.MANUAL_FILES):
         pytest.fail(
             f"the MNIST files are not in {manual_dir}: put the four .gz files there "
             f"or set TF_MGPU_MNIST_DIR (these tests never download)"
         )
-    data_dir = str(tmp_path_factory.mktemp("tfds"))
-    data.load(data_dir, str(manual_dir), "train[:1]", "test[:1]")
+    root = tmp_path_factory.mktemp("mnist")
+    data_dir = root / "tfds"
+    manual = data_dir / "downloads" / "manual"
+    manual.mkdir(parents=True)
+    for name in preflight.MANUAL_FILES:
+        (manual / name).symlink_to(manual_dir / name)
+    code = (
+        "import sys\nfrom tf_mgpu.tasks.mnist import data\n"
+        "m = data.load(sys.argv[1], None, 'train[:100]', 'test[:10]')\n"
+        "print('loaded', len(m.train), len(m.test))\n"
+    )
+    # A network namespace of its own: loopback only (`unshare -rn`, no root needed).
+    command = ["unshare", "-rn", sys.executable, "-c", code, str(data_dir)]
+    finished = run_processes(
+        {f"worker{i}": (command, environment()) for i in range(2)}, root / "logs", timeout=300
+    )
+    return str(data_dir), finished
+
+
+@pytest.fixture(scope="session")
+def mnist_data_dir(mnist_preparation) -> str:
+    """A TFDS data dir with MNIST prepared from the original files, offline, once."""
+    data_dir, finished = mnist_preparation
+    for done in finished.values():
+        if done.returncode != 0:
+            pytest.fail(f"preparing MNIST failed:\n{done.tail()}")
     return data_dir
 
 

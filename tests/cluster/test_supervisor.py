@@ -1,8 +1,9 @@
 """Faults of a real multi-worker run on loopback: lost, frozen and missing peers, SIGTERM.
 
 Every task is a real `python -m tf_mgpu.main` with its own TF_CONFIG (a
-supervisor and its trainer, in their own session); the faults are real
-signals. Each test bounds every wait and kills what is left.
+supervisor and its trainer, in their own session), training a user's task
+(examples/two_inputs_task.py: dropout, synchronized BatchNormalization); the
+faults are real signals. Each test bounds every wait and kills what is left.
 """
 
 import json
@@ -17,12 +18,14 @@ from tf_mgpu.cluster import local
 
 pytestmark = pytest.mark.cluster
 
-STEPS_PER_EPOCH = 128  # train[:8192] at a global batch of 64
+STEPS_PER_EPOCH = 32  # the example's 2,048 training examples at a global batch of 64
 PEER_BOUND = 60  # seconds: the survivors of a lost peer must be gone by then
 
 
-def worker_args(tmp_path, data_dir: str, workers: int, *extra: str):
-    """Per task: 3 epochs at a global batch of 64, 4 steps per call, a checkpoint every 8.
+def worker_args(tmp_path, workers: int, *extra: str):
+    """Per task: a user's own task, examples/two_inputs_task.py (dropout, synchronized
+    BatchNormalization, L2), 3 epochs at a global batch of 64, 4 steps per call, a
+    checkpoint every 8.
 
     Every task gets the same --model_dir, as on a shared file system: each
     restores from the chief's checkpoints there; only the chief writes.
@@ -32,13 +35,10 @@ def worker_args(tmp_path, data_dir: str, workers: int, *extra: str):
         del task
         return [
             "--strategy=multi_worker_mirrored",
-            f"--data_dir={data_dir}",
+            f"--task={support.ROOT / 'examples' / 'two_inputs_task.py'}",
             f"--model_dir={tmp_path / 'model'}",
-            "--train_split=train[:8192]",
-            "--test_split=test[:1000]",
             "--epochs=3",
             f"--batch_size={64 // workers}",
-            "--learning_rate=0.1",
             "--seed=11",
             "--steps_per_loop=4",
             "--checkpoint_steps=8",
@@ -58,19 +58,24 @@ def mid_training(tmp_path) -> bool:
     return any(step % STEPS_PER_EPOCH for step in steps)
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[dict, dict]:
+    """The 2-worker run of `worker_args` never interrupted: (started, finished) by task."""
+    tmp_path = tmp_path_factory.mktemp("uninterrupted")
+    spec = support.cluster_spec(workers=2)
+    started = support.start_cluster(spec, worker_args(tmp_path, 2), tmp_path / "logs")
+    return started, support.wait_all(started, 300)
+
+
 def assert_lost_peer(finished: support.Finished, lost: str) -> None:
     line = support.assert_one_line_exit(finished, errors.EXIT_PEER_LOST, "")
     assert lost in line, line
     assert "resume" in line, line
 
 
-def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, mnist_data_dir):
+def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, uninterrupted):
     # The uninterrupted run, timed from its last line to its exit.
-    spec = support.cluster_spec(workers=2)
-    reference = support.start_cluster(
-        spec, worker_args(tmp_path / "reference", mnist_data_dir, 2), tmp_path / "ref_logs"
-    )
-    finished = support.wait_all(reference, 300)
+    reference, finished = uninterrupted
     for done in finished.values():
         assert done.returncode == 0, done.tail()
         assert "crashed" not in done.stderr, done.tail()
@@ -83,7 +88,7 @@ def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, mnist_da
 
     # Kill worker:1 once the chief has saved mid-epoch.
     spec = support.cluster_spec(workers=2)
-    args = worker_args(tmp_path / "run", mnist_data_dir, 2)
+    args = worker_args(tmp_path / "run", 2)
     running = support.start_cluster(spec, args, tmp_path / "logs")
     try:
         support.wait_until(lambda: mid_training(tmp_path / "run"), 180, "a mid-epoch checkpoint")
@@ -120,10 +125,10 @@ def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, mnist_da
     ), written
 
 
-def test_three_workers_lose_the_chief_and_the_others_end_in_time(tmp_path, mnist_data_dir):
+def test_three_workers_lose_the_chief_and_the_others_end_in_time(tmp_path):
     spec = support.cluster_spec(workers=3)
     running = support.start_cluster(
-        spec, worker_args(tmp_path, mnist_data_dir, 4, "--epochs=50"), tmp_path / "logs"
+        spec, worker_args(tmp_path, 4, "--epochs=50"), tmp_path / "logs"
     )
     try:
         support.wait_until(lambda: mid_training(tmp_path), 180, "a mid-epoch checkpoint")
@@ -137,9 +142,9 @@ def test_three_workers_lose_the_chief_and_the_others_end_in_time(tmp_path, mnist
         assert_lost_peer(done, "worker:0")
 
 
-def test_a_frozen_worker_does_not_hang_the_others(tmp_path, mnist_data_dir):
+def test_a_frozen_worker_does_not_hang_the_others(tmp_path):
     spec = support.cluster_spec(workers=2)
-    args = worker_args(tmp_path, mnist_data_dir, 2, "--epochs=50", "--peer_timeout=20")
+    args = worker_args(tmp_path, 2, "--epochs=50", "--peer_timeout=20")
     running = support.start_cluster(spec, args, tmp_path / "logs")
     try:
         support.wait_until(lambda: mid_training(tmp_path), 180, "a mid-epoch checkpoint")
@@ -155,9 +160,9 @@ def test_a_frozen_worker_does_not_hang_the_others(tmp_path, mnist_data_dir):
     assert "Traceback" not in survivor.stderr, survivor.tail()
 
 
-def test_a_peer_that_never_starts_is_named_and_the_wait_ends_cleanly(tmp_path, mnist_data_dir):
+def test_a_peer_that_never_starts_is_named_and_the_wait_ends_cleanly(tmp_path):
     spec = support.cluster_spec(workers=2)
-    args = worker_args(tmp_path, mnist_data_dir, 2, "--startup_timeout=5")
+    args = worker_args(tmp_path, 2, "--startup_timeout=5")
     alone = support.Started(
         args("worker:0"), tmp_path / "logs", tf_config=local.tf_config(spec, "worker", 0)
     )
@@ -168,9 +173,9 @@ def test_a_peer_that_never_starts_is_named_and_the_wait_ends_cleanly(tmp_path, m
     assert support.group_gone(alone), "a trainer was left behind"
 
 
-def test_sigterm_while_waiting_for_peers_stops_at_once(tmp_path, mnist_data_dir):
+def test_sigterm_while_waiting_for_peers_stops_at_once(tmp_path):
     spec = support.cluster_spec(workers=2)
-    args = worker_args(tmp_path, mnist_data_dir, 2)
+    args = worker_args(tmp_path, 2)
     alone = support.Started(
         args("worker:0"), tmp_path / "logs", tf_config=local.tf_config(spec, "worker", 0)
     )
@@ -183,9 +188,9 @@ def test_sigterm_while_waiting_for_peers_stops_at_once(tmp_path, mnist_data_dir)
     assert support.group_gone(alone), "a trainer was left behind"
 
 
-def test_sigterm_to_one_worker_saves_on_every_worker_and_resumes(tmp_path, mnist_data_dir):
+def test_sigterm_to_one_worker_saves_on_every_worker_and_resumes(tmp_path, uninterrupted):
     spec = support.cluster_spec(workers=2)
-    args = worker_args(tmp_path / "run", mnist_data_dir, 2)
+    args = worker_args(tmp_path / "run", 2)
     running = support.start_cluster(spec, args, tmp_path / "logs")
     try:
         support.wait_until(lambda: mid_training(tmp_path / "run"), 180, "a mid-epoch checkpoint")
@@ -206,13 +211,5 @@ def test_sigterm_to_one_worker_saves_on_every_worker_and_resumes(tmp_path, mnist
     for done in resumed.values():
         assert done.returncode == 0, done.tail()
     assert f"ckpt-{saved} (step {saved:,}" in resumed["worker:0"].stdout
-    reference = local.run_cluster(
-        support.cluster_spec(workers=2),
-        log_dir=tmp_path / "ref_logs",
-        timeout=300,
-        args_for=lambda t: support.main_command(
-            *worker_args(tmp_path / "ref", mnist_data_dir, 2)(t)
-        ),
-        cwd=support.ROOT,
-    )
+    _, reference = uninterrupted
     assert support.digests(reference["worker:0"]) == support.digests(resumed["worker:0"])

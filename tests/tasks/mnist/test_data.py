@@ -1,8 +1,8 @@
 """MNIST loading and the per-replica input pipelines."""
 
 import gzip
+import pathlib
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -204,24 +204,14 @@ def test_offline_without_the_files_fails_fast_naming_the_fix(tmp_path):
 
 
 def test_offline_workers_sharing_a_fresh_data_dir_all_get_the_data_from_tfds_manual_folder(
-    tmp_path,
+    mnist_preparation,
 ):
-    # Two workers on one machine, one TFDS data dir, both preparing at once, offline,
-    # from the original files in TFDS's default manual folder (no --manual_dir).
-    manual = tmp_path / "tfds" / "downloads" / "manual"
-    manual.mkdir(parents=True)
-    for name in preflight.MANUAL_FILES:
-        (manual / name).symlink_to(support.mnist_manual_dir() / name)
-    code = (
-        "import sys\nfrom tf_mgpu.tasks.mnist import data\n"
-        "m = data.load(sys.argv[1], None, 'train[:100]', 'test[:10]')\n"
-        "print('loaded', len(m.train), len(m.test))\n"
-    )
-    command = ["unshare", "-rn", sys.executable, "-c", code, str(tmp_path / "tfds")]
-    env = support.environment()
-    finished = support.run_processes(
-        {f"worker{i}": (command, env) for i in range(2)}, tmp_path / "logs", timeout=300
-    )
+    # The session's own preparation (tests/conftest.py): two workers on one machine,
+    # one fresh TFDS data dir, both preparing at once, offline, from the original
+    # files in TFDS's default manual folder (no --manual_dir).
+    data_dir, finished = mnist_preparation
+    assert len(finished) == 2
     for f in finished.values():
         assert f.returncode == 0, f.tail()
         assert f.stdout.strip().splitlines()[-1] == "loaded 100 10", f.tail()
+    assert (pathlib.Path(data_dir) / "mnist").is_dir()
