@@ -1,5 +1,6 @@
 """Test setup shared by every file: logical CPU devices and real MNIST, prepared once."""
 
+import pathlib
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ from tests.support import (
     cpu_strategy,
     environment,
     mnist_manual_dir,
+    run_main,
     run_processes,
     subset,
 )
@@ -83,3 +85,23 @@ def exported_model_dir(mnist, tmp_path_factory) -> str:
     model_dir = str(tmp_path_factory.mktemp("export"))
     serving.save(trained.state.model, model_dir)
     return model_dir
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory):
+    """`run(args)`: one uninterrupted `python -m tf_mgpu.main` with `args` (given without
+    --model_dir), run once per session however many tests compare against it; returns
+    (its Finished, its model dir)."""
+    runs = {}
+
+    def run(args: list[str]) -> tuple[Finished, pathlib.Path]:
+        assert not any(a.startswith("--model_dir") for a in args), "the reference picks its own"
+        key = tuple(args)
+        if key not in runs:
+            tmp = tmp_path_factory.mktemp("reference")
+            done = run_main([*args, f"--model_dir={tmp / 'model'}"], tmp / "logs", 240)
+            assert done.returncode == 0, done.tail()
+            runs[key] = (done, tmp / "model")
+        return runs[key]
+
+    return run

@@ -117,11 +117,12 @@ def test_a_new_learning_rate_is_allowed_and_reported():
 # -- Exact resume after a real SIGKILL, mid-epoch ------------------------------
 
 
-def small_run(data_dir: str, model_dir, *extra: str) -> list[str]:
-    """3 epochs of 128 steps, 4 steps per call, a checkpoint every 8 steps."""
+def small_run(data_dir: str, model_dir=None, *extra: str) -> list[str]:
+    """3 epochs of 128 steps, 4 steps per call, a checkpoint every 8 steps; without
+    --model_dir when `model_dir` is None (for the `reference_run` fixture)."""
     return [
         f"--data_dir={data_dir}",
-        f"--model_dir={model_dir}",
+        *([f"--model_dir={model_dir}"] if model_dir is not None else []),
         "--train_split=train[:8192]",
         "--test_split=test[:1000]",
         "--epochs=3",
@@ -150,11 +151,8 @@ def kill_mid_epoch(args: list[str], log_dir, model_dir) -> int:
     return support.checkpoint_steps(model_dir)[-1]
 
 
-def assert_resumes_to_the_same_weights(tmp_path, data_dir, *extra: str) -> None:
-    reference = support.run_main(
-        small_run(data_dir, tmp_path / "reference", *extra), tmp_path / "ref_logs", 240
-    )
-    assert reference.returncode == 0, reference.tail()
+def assert_resumes_to_the_same_weights(tmp_path, data_dir, reference_run, *extra: str) -> None:
+    reference, _ = reference_run(small_run(data_dir, None, *extra))
     model_dir = tmp_path / "run"
     args = small_run(data_dir, model_dir, *extra)
     latest = kill_mid_epoch(args, tmp_path / "logs", model_dir)
@@ -171,19 +169,25 @@ def assert_resumes_to_the_same_weights(tmp_path, data_dir, *extra: str) -> None:
 
 
 @pytest.mark.cluster
-def test_one_process_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
-    assert_resumes_to_the_same_weights(tmp_path, mnist_data_dir, "--num_cpu_devices=1")
-
-
-@pytest.mark.cluster
-def test_mirrored_on_two_devices_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
+def test_one_process_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir, reference_run):
     assert_resumes_to_the_same_weights(
-        tmp_path, mnist_data_dir, "--num_cpu_devices=2", "--batch_size=32"
+        tmp_path, mnist_data_dir, reference_run, "--num_cpu_devices=1"
     )
 
 
 @pytest.mark.cluster
-def test_streamed_input_killed_mid_epoch_resumes_bit_for_bit(tmp_path, mnist_data_dir):
+def test_mirrored_on_two_devices_killed_mid_epoch_resumes_bit_for_bit(
+    tmp_path, mnist_data_dir, reference_run
+):
     assert_resumes_to_the_same_weights(
-        tmp_path, mnist_data_dir, "--num_cpu_devices=1", "--input=stream"
+        tmp_path, mnist_data_dir, reference_run, "--num_cpu_devices=2", "--batch_size=32"
+    )
+
+
+@pytest.mark.cluster
+def test_streamed_input_killed_mid_epoch_resumes_bit_for_bit(
+    tmp_path, mnist_data_dir, reference_run
+):
+    assert_resumes_to_the_same_weights(
+        tmp_path, mnist_data_dir, reference_run, "--num_cpu_devices=1", "--input=stream"
     )

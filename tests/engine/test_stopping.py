@@ -40,7 +40,7 @@ def test_a_signal_to_another_worker_is_named_as_such():
 @pytest.mark.cluster
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
-    tmp_path, mnist_data_dir, number
+    tmp_path, mnist_data_dir, reference_run, number
 ):
     model_dir = tmp_path / "run"
     args = small_run(mnist_data_dir, model_dir, "--num_cpu_devices=1")
@@ -61,11 +61,11 @@ def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
     line = support.assert_one_line_exit(stopped, errors.EXIT_STOPPED, f"{name}: saved")
     saved = support.checkpoint_steps(model_dir)[-1]
     assert f"ckpt-{saved};" in line, line
+    if number == signal.SIGINT:
+        return  # both signals save the same way; one resume proves the saved state whole
 
     resumed = support.run_main(args, tmp_path / "resumed", 240)
-    reference = support.run_main(
-        small_run(mnist_data_dir, tmp_path / "ref", "--num_cpu_devices=1"), tmp_path / "ref", 240
-    )
+    reference, _ = reference_run(small_run(mnist_data_dir, None, "--num_cpu_devices=1"))
     assert resumed.returncode == 0, resumed.tail()
     assert f"ckpt-{saved} (step {saved:,}" in resumed.stdout, resumed.tail()
     assert support.digests(resumed) == support.digests(reference)
