@@ -5,6 +5,7 @@ import glob
 import json
 import math
 import os
+import pathlib
 
 import pytest
 import tensorflow as tf
@@ -55,8 +56,15 @@ def train_into(model_dir, mnist, epochs: int = 2) -> training.Result:
     return training.run(config, strategy=cpu_strategy(2), datasets=subset(mnist, 2048, 500))
 
 
-def test_a_run_logs_epoch_metrics_training_curve_and_hparams(tmp_path, mnist):
-    train_into(tmp_path, mnist)
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, mnist) -> tuple[training.Result, pathlib.Path]:
+    """One run of RUN, never interrupted, shared by the tests that read its logs."""
+    model_dir = tmp_path_factory.mktemp("uninterrupted")
+    return train_into(model_dir, mnist), model_dir
+
+
+def test_a_run_logs_epoch_metrics_training_curve_and_hparams(uninterrupted):
+    _, tmp_path = uninterrupted
     root = tmp_path / tensorboard.DIRECTORY
     history = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
 
@@ -85,8 +93,8 @@ def test_a_run_logs_epoch_metrics_training_curve_and_hparams(tmp_path, mnist):
     assert "hparams" in plugins(str(root)), "no HParams session at the top of the log dir"
 
 
-def test_a_resumed_run_continues_the_curves_without_duplicates(tmp_path, mnist):
-    reference = train_into(tmp_path / "reference", mnist)
+def test_a_resumed_run_continues_the_curves_without_duplicates(tmp_path, mnist, uninterrupted):
+    reference, reference_dir = uninterrupted
     run = tmp_path / "run"
     train_into(run, mnist)
     # As if the run died in epoch 2 after writing its points but before its last
@@ -98,7 +106,7 @@ def test_a_resumed_run_continues_the_curves_without_duplicates(tmp_path, mnist):
 
     for name in tensorboard.RUNS:
         got = scalars(str(run / tensorboard.DIRECTORY / name))
-        want = scalars(str(tmp_path / "reference" / tensorboard.DIRECTORY / name))
+        want = scalars(str(reference_dir / tensorboard.DIRECTORY / name))
         assert sorted(got) == sorted(want)
         for tag in got:
             steps = [s for s, _ in got[tag]]
