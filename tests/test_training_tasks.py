@@ -2,7 +2,8 @@
 
 mnist_mlp (dense, no randomness), mnist_cnn (convolutions, dropout) and
 examples/two_inputs_task.py (a dict x, an L2 regularizer, synchronized
-BatchNormalization, dropout), as their authors wrote them. Equivalence runs
+BatchNormalization, dropout), as their authors wrote them; the last also with its
+data given as a tf.data.Dataset, streamed. Equivalence runs
 with SGD (Adam would hide a gradient scaled by the replica count), dropout
 off, no XLA on either side, in float64 so it holds on any CPU.
 """
@@ -14,15 +15,16 @@ import pathlib
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.support import ROOT, cpu_strategy, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import trainer
+from tf_mgpu.engine import stream, trainer
 from tf_mgpu.engine.data import Data, Split
 from tf_mgpu.tasks import adapter, mnist_cnn, mnist_mlp
 
-TASKS = ["mnist_mlp", "mnist_cnn", "two_inputs"]
+TASKS = ["mnist_mlp", "mnist_cnn", "two_inputs", "two_inputs_streamed"]
 TWO_INPUTS = ROOT / "examples" / "two_inputs_task.py"
 
 
@@ -67,7 +69,17 @@ def task_and_data(name: str, mnist: Data, train: int, test: int, dropout: bool):
     if not dropout:
         module.DROPOUT = 0.0
     whole = adapter.to_data(module.load_data(), "two_inputs")
-    return module, Data(whole.train.take(slice(0, train)), whole.test.take(slice(0, test)))
+    part = Data(whole.train.take(slice(0, train)), whole.test.take(slice(0, test)))
+    if name == "two_inputs_streamed":  # as a tf.data.Dataset, read as training goes
+        part = adapter.to_data(
+            [
+                tf.data.Dataset.from_tensor_slices((split.x, split.y))
+                for split in (part.train, part.test)
+            ],
+            "two_inputs_streamed",
+        )
+        assert isinstance(part.train, stream.Stream)
+    return module, part
 
 
 def weights(model) -> list[np.ndarray]:
@@ -126,11 +138,10 @@ def test_test_metrics_are_what_keras_evaluate_says_on_the_same_weights(mnist, na
     config = Config(batch_size=16, epochs=1, seed=1, jit_compile=False)
     result = training.run(config, task, strategy=cpu_strategy(2), datasets=datasets)
     record = adapter.load(task)
-    x = datasets.test.x
+    test = stream.materialized(datasets).test
+    x = test.x
     x = {k: v for k, v in x.items()} if isinstance(x, dict) else np.asarray(record.preprocess(x))
-    keras_says = result.state.model.evaluate(
-        x, datasets.test.y, batch_size=100, return_dict=True, verbose=0
-    )
+    keras_says = result.state.model.evaluate(x, test.y, batch_size=100, return_dict=True, verbose=0)
     assert result.summary["test_examples"] == 1000
     assert result.summary["test_loss"] == pytest.approx(keras_says["loss"], abs=1e-6)
     assert result.summary["test_accuracy"] == pytest.approx(keras_says["accuracy"], abs=1e-6)

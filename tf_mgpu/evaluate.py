@@ -71,7 +71,7 @@ def evaluate() -> str:
     tasks.check(_TASK.value)
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     from tf_mgpu.cluster import preflight, tf_config
-    from tf_mgpu.engine import devices, strategies
+    from tf_mgpu.engine import devices, strategies, stream
     from tf_mgpu.outputs import report
     from tf_mgpu.tasks import adapter
 
@@ -91,7 +91,7 @@ def evaluate() -> str:
         train_split="train[:1]",
         test_split=_TEST_SPLIT.value,
     )
-    test = work.load_data(config).test
+    test = stream.materialized(work.load_data(config)).test  # a tf.data split, read whole
     result = _measure(work, model, strategy, test)
     if not node.is_chief:
         return ""

@@ -25,6 +25,7 @@ from tf_mgpu.engine import (
     replicas,
     stopping,
     strategies,
+    stream,
 )
 from tf_mgpu.engine.data import Data
 from tf_mgpu.engine.trainer import Trainer, TrainState
@@ -111,6 +112,8 @@ def run(
     if datasets is None:
         with clock.phase("data"):
             datasets = work.load_data(config)
+    if stream.streams(datasets):  # a task's tf.data input streams, whatever --input says
+        config = dataclasses.replace(config, input="stream")
     with clock.phase("build"):
         trainer = Trainer(strategy, config, work, datasets)
     if config.clean:  # once the task checked out: a broken one loses nothing

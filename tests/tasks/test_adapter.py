@@ -72,6 +72,27 @@ BAD_TASKS = {
         "{'x': (4,), 'y': ()}",
     ),
 }
+# The same checks when load_data returns tf.data.Datasets (streamed, never held in memory).
+STREAMED_DATA = GOOD_DATA.replace(
+    "    return (x, y), (x[:16], y[:16])",
+    "    import tensorflow as tf\n"
+    "    return [tf.data.Dataset.from_tensor_slices(p) for p in ((x, y), (x[:16], y[:16]))]",
+)
+BAD_TASKS |= {
+    "streamed_label_range": (
+        GOOD_MODEL + STREAMED_DATA.replace("y = np.arange(64) % 3", "y = np.arange(64) % 5"),
+        "y_train holds labels from 0 to 4, but the model outputs 3 classes (0..2)",
+    ),
+    "streamed_non_finite": (
+        GOOD_MODEL + STREAMED_DATA.replace("    y = np", "    x[3, 1] = np.inf\n    y = np"),
+        "x_train holds 1 non-finite values (NaN or inf)",
+    ),
+    "streamed_test_shape": (
+        GOOD_MODEL + STREAMED_DATA.replace("(x[:16], y[:16])", "(x[:16, :3], y[:16])"),
+        "the test split's examples are shaped {'x': (3,), 'y': ()}, the training split's "
+        "{'x': (4,), 'y': ()}",
+    ),
+}
 
 
 def write_task(tmp_path, text: str):

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data
+from tf_mgpu.engine import data, stream
 from tf_mgpu.errors import UserError
 
 
@@ -24,7 +24,8 @@ class Task:
 
     `build_model()` is called in `strategy.scope()` and returns a compiled
     model: the optimizer, loss and metrics come from `compile`.
-    `load_data(config)` returns the splits in memory. `preprocess(x)` runs on
+    `load_data(config)` returns the splits: arrays in memory (`data.Split`), or a
+    tf.data input read as training goes (`stream.Stream`). `preprocess(x)` runs on
     the device inside the compiled step (the data stays compact, e.g. uint8,
     in memory). `reference_batch` is the batch the compiled learning rate
     was tuned for (`--scale_lr`); None means the per-replica batch.
@@ -85,10 +86,8 @@ def check_data(datasets: data.Data, where: str) -> None:
     """UserError for data no model can train on: a non-finite value, or a test split
     whose examples are shaped unlike the training split's."""
     for name, split in (("train", datasets.train), ("test", datasets.test)):
-        arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
-        for key, array in [*arrays, ("y", split.y)]:
-            if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
-                bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        for key, bad in _nonfinite(split).items():
+            if bad:
                 raise UserError(
                     f"{where}: {key}_{name} holds {bad:,} non-finite values (NaN or inf); "
                     f"clean or impute them in load_data()"
@@ -101,9 +100,32 @@ def check_data(datasets: data.Data, where: str) -> None:
         )
 
 
-def _shapes(split: data.Split) -> dict:
+def _nonfinite(split) -> dict:
+    """Input name (or "x") or "y" -> how many NaN or inf values it holds."""
+    if isinstance(split, stream.Stream):
+        return split.nonfinite
+    arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
+    return {
+        key: int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        for key, array in [*arrays, ("y", split.y)]
+        if np.issubdtype(array.dtype, np.inexact)
+    }
+
+
+def _shapes(split) -> dict:
+    if isinstance(split, stream.Stream):
+        return split.shapes()
     x = split.x if isinstance(split.x, dict) else {"x": split.x}
     return {**{k: tuple(np.shape(v)[1:]) for k, v in sorted(x.items())}, "y": split.y.shape[1:]}
+
+
+def _label_range(split) -> tuple:
+    """(smallest label, largest label, whether every label is an integer)."""
+    if isinstance(split, stream.Stream):
+        return split.label_range
+    y = split.y
+    integral = np.issubdtype(y.dtype, np.integer) or np.array_equal(y, np.round(y))
+    return float(y.min()), float(y.max()), bool(integral)
 
 
 def check_labels(classes: int | None, datasets: data.Data, where: str) -> None:
@@ -112,13 +134,12 @@ def check_labels(classes: int | None, datasets: data.Data, where: str) -> None:
     if classes is None:
         return
     for name, split in (("train", datasets.train), ("test", datasets.test)):
-        y = split.y
-        if not np.issubdtype(y.dtype, np.integer) and not np.array_equal(y, np.round(y)):
+        low, high, integral = _label_range(split)
+        if not integral:
             raise UserError(
                 f"{where}: y_{name} holds non-integer labels, but the model is compiled with "
                 f"a sparse categorical loss; give class indices 0..{classes - 1}"
             )
-        low, high = y.min(), y.max()
         if low < 0 or high >= classes:
             raise UserError(
                 f"{where}: y_{name} holds labels from {low:g} to {high:g}, but the model "

@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, jit, loop, metrics, objective, schedules
+from tf_mgpu.engine import data, jit, loop, metrics, objective, schedules, stream
 from tf_mgpu.engine.task import Task, check_inputs, check_labels, output_float32
 from tf_mgpu.errors import Diverged, UserError
 
@@ -166,13 +166,17 @@ def replica_train_step(
         grads, finite = gradients(x, y)
     else:
         micro = y.shape[0] // accumulation_steps
-        grads = [tf.zeros_like(v) for v in variables]
-        finite = tf.constant(True)
-        for j in tf.range(accumulation_steps):
+
+        def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
             rows = j * micro + tf.range(micro)
             more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows))
-            grads = [g + d for g, d in zip(grads, more, strict=True)]
-            finite = finite & more_finite
+            return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
+
+        _, grads, finite = tf.while_loop(
+            lambda j, *_: j < accumulation_steps,
+            add,
+            (tf.constant(0), [tf.zeros_like(v) for v in variables], tf.constant(True)),
+        )
     state.optimizer.apply_gradients(zip(grads, variables, strict=True))
     return finite
 
@@ -215,7 +219,9 @@ class Trainer:
         self.steps_per_loop = config.steps_per_loop
         self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
         check_labels(self.state.objective.sparse_classes, datasets, task.where)
-        self.jit = jit.choose(config.jit_compile, strategy, self.state.model, config.input)
+        # A tf.data split streams, whatever --input says.
+        self.input = "stream" if stream.streams(datasets) else config.input
+        self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input)
         self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(
             self.state.optimizer,
@@ -229,7 +235,7 @@ class Trainer:
         self.call_seconds = 0.0  # spent in training calls so far, in this process
         self.eval_seconds = 0.0  # and in evaluation calls
 
-        @tf.function
+        @tf.function(autograph=False)
         def weights_finite() -> tf.Tensor:
             weights = self.state.model.weights
             return tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])
@@ -261,7 +267,7 @@ class Trainer:
             accumulation_steps=config.accumulation_steps,
         )
         eval_step = functools.partial(replica_eval_step, self.state)
-        if config.input == "resident":
+        if self.input == "resident":
             self._train = loop.ResidentTrain(
                 strategy,
                 train_step,
@@ -283,7 +289,7 @@ class Trainer:
         else:
             epoch, step = self.position()
             train_fn = functools.partial(
-                data.train_dataset,
+                stream.train_dataset,
                 datasets.train,
                 self.global_batch,
                 config.seed,
@@ -293,7 +299,7 @@ class Trainer:
                 preprocess=self.task.preprocess,
             )
             eval_fn = functools.partial(
-                data.eval_dataset, datasets.test, self.eval_batch, preprocess=self.task.preprocess
+                stream.eval_dataset, datasets.test, self.eval_batch, preprocess=self.task.preprocess
             )
             self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
             self._eval = loop.StreamEval(

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from tf_mgpu import tasks
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data
+from tf_mgpu.engine import data, stream
 from tf_mgpu.engine.task import Task, check_data
 from tf_mgpu.errors import UserError
 
@@ -94,7 +94,8 @@ def adapt(module, *, name: str, where: str) -> Task:
 
 
 def to_data(returned, where: str) -> data.Data:
-    """load_data's result as two in-memory splits; UserError if it has another form."""
+    """load_data's result as two splits (arrays in memory, or a tf.data.Dataset streamed);
+    UserError if it has another form."""
     try:
         train, test = returned
     except (TypeError, ValueError):
@@ -107,9 +108,9 @@ def to_data(returned, where: str) -> data.Data:
     return loaded
 
 
-def _split(pair, where: str, name: str) -> data.Split:
+def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
     if isinstance(pair, tf.data.Dataset):
-        pair = _in_memory(pair, where, name)
+        return stream.scan(pair, where, name)  # streamed, never held in memory
     try:
         x, y = pair
     except (TypeError, ValueError):
@@ -131,17 +132,3 @@ def _split(pair, where: str, name: str) -> data.Split:
     if len(y) == 0:
         raise UserError(f"{where}: the {name} split is empty; load_data() must return examples")
     return data.Split(x, y)
-
-
-def _in_memory(dataset: tf.data.Dataset, where: str, name: str) -> tuple:
-    """Every (x, y) element of `dataset`, as arrays (tf_mgpu batches and shuffles itself)."""
-    spec = dataset.element_spec
-    if not (isinstance(spec, tuple) and len(spec) == 2):
-        raise UserError(
-            f"{where}: load_data()'s {name} dataset yields {spec}; it must yield unbatched "
-            f"(x, y) elements"
-        )
-    parts = list(dataset.batch(8192).as_numpy_iterator())
-    if not parts:
-        raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
-    return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import jit
+from tf_mgpu.engine import jit, stream
 from tf_mgpu.engine import replicas as replicas_lib
 from tf_mgpu.engine.data import Data
 from tf_mgpu.errors import UserError
@@ -28,7 +28,7 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
     """Trains `steps` steps of `config.task` at the global batch `config.batch_size` x
     `replicas`, on one device and on `replicas` replicas, and reports whether they agree."""
     task, turned_off = equivalence.without_randomness(adapter.load(config.task))
-    loaded = task.load_data(config)
+    loaded = stream.materialized(task.load_data(config))  # a tf.data split, read whole
     global_batch = config.batch_size * replicas
     needed = steps * global_batch
     if len(loaded.train) < needed:

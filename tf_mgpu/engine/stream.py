@@ -1,0 +1,176 @@
+"""A split given as a `tf.data.Dataset`, read as training goes instead of held in memory.
+
+A task's `load_data` may return, for either split, a dataset of unbatched
+(x, y) elements. It is never read into memory for training:
+- One pass at start (`scan`) counts the examples and checks them, as arrays
+  are checked (non-finite values, the label range), keeping only the counts.
+- Each epoch reads the dataset once more, shuffled through a buffer of
+  `SHUFFLE_BUFFER` examples seeded from (--seed, epoch): a run is reproducible
+  from --seed, and a resumed epoch is read again from its start and its first
+  steps skipped, so the run resumes exactly. That needs a dataset that yields
+  its elements in the same order each time it is read (no `deterministic=False`).
+- The global batch is split over pipelines and replicas as for arrays
+  (`tf_mgpu.engine.data.train_dataset`): at each step the replicas of every
+  worker together hold one run of `global_batch` consecutive examples of the
+  shuffled epoch, so N replicas train like one device.
+Evaluation reads every test example once per pass, padded to whole global
+batches with weight-0 copies of the first example.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu.engine import data
+from tf_mgpu.errors import UserError
+
+SHUFFLE_BUFFER = 10_000
+_SCAN_BATCH = 4096
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Stream:
+    """A split as a dataset of unbatched (x, y) elements, with what `scan` found in it."""
+
+    dataset: tf.data.Dataset
+    length: int
+    nonfinite: dict  # "x" (or an input's name) or "y" -> how many NaN or inf values
+    label_range: tuple  # (smallest, largest label, whether every label is an integer)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def take(self, rows: slice) -> data.Split:
+        """The examples at the leading slice `rows`, in memory (a few, to build the model)."""
+        start, stop, step = rows.indices(self.length)
+        if step != 1:
+            raise ValueError("a stream takes only a contiguous run of rows")
+        return _arrays(self.dataset.skip(start).take(stop - start))
+
+    def shapes(self) -> dict:
+        x, y = self.dataset.element_spec
+        specs = x if isinstance(x, dict) else {"x": x}
+        return {
+            **{k: tuple(s.shape) for k, s in sorted(specs.items())},
+            "y": tuple(y.shape),
+        }
+
+    def in_memory(self) -> data.Split:
+        """Every example as arrays: for the tools (check, bench, evaluate) that need them."""
+        return _arrays(self.dataset)
+
+
+def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
+    """One pass over `dataset`: its length and its checks' findings, nothing kept."""
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise UserError(
+            f"{where}: load_data()'s {name} dataset yields {spec}; it must yield unbatched "
+            f"(x, y) elements"
+        )
+    length, nonfinite = 0, {}
+    low, high, integral = np.inf, -np.inf, True
+    for x, y in dataset.batch(_SCAN_BATCH).as_numpy_iterator():
+        length += len(y)
+        for key, array in [*(x.items() if isinstance(x, dict) else [("x", x)]), ("y", y)]:
+            if np.issubdtype(array.dtype, np.inexact):
+                bad = int(array.size - np.count_nonzero(np.isfinite(array)))
+                nonfinite[key] = nonfinite.get(key, 0) + bad
+        if y.size and np.issubdtype(y.dtype, np.number):
+            low, high = min(low, float(y.min())), max(high, float(y.max()))
+            integral = integral and bool(np.array_equal(y, np.round(y)))
+    if length == 0:
+        raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
+    return Stream(dataset, length, nonfinite, (low, high, integral))
+
+
+def _arrays(dataset: tf.data.Dataset) -> data.Split:
+    parts = list(dataset.batch(_SCAN_BATCH).as_numpy_iterator())
+    x, y = tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)
+    return data.Split(x, y)
+
+
+def materialized(datasets: data.Data) -> data.Data:
+    """`datasets` with every stream read into memory."""
+
+    def whole(split):
+        return split.in_memory() if isinstance(split, Stream) else split
+
+    return data.Data(train=whole(datasets.train), test=whole(datasets.test))
+
+
+def streams(datasets: data.Data) -> bool:
+    return isinstance(datasets.train, Stream) or isinstance(datasets.test, Stream)
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    # A Python int: a tensor seed fails once a global seed is set (keras.utils.set_random_seed).
+    return (seed * 1_000_003 + epoch) % 2**31
+
+
+def train_dataset(
+    split,
+    global_batch: int,
+    seed: int,
+    epochs: int,
+    context: tf.distribute.InputContext,
+    first_epoch: int = 0,
+    first_step: int = 0,
+    preprocess: Callable = data.identity,
+) -> tf.data.Dataset:
+    """As `tf_mgpu.engine.data.train_dataset`, for a Stream (arrays go there)."""
+    if not isinstance(split, Stream):
+        return data.train_dataset(
+            split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
+        )
+    per_replica = context.get_per_replica_batch_size(global_batch)
+    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
+    used = data.steps_per_epoch(len(split), global_batch) * global_batch
+
+    def epoch_examples(epoch: int) -> tf.data.Dataset:
+        shuffled = split.dataset.shuffle(SHUFFLE_BUFFER, seed=_epoch_seed(seed, epoch))
+        return shuffled.take(used).shard(context.num_input_pipelines, context.input_pipeline_id)
+
+    return (
+        functools.reduce(
+            tf.data.Dataset.concatenate,
+            [epoch_examples(e) for e in range(first_epoch, epochs)],
+            split.dataset.take(0),  # no epoch left: nothing
+        )
+        .batch(per_replica, drop_remainder=True)
+        .skip(first_step * replicas_here)
+        .map(lambda x, y: (preprocess(x), y))
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def eval_dataset(
+    split,
+    global_batch: int,
+    context: tf.distribute.InputContext,
+    preprocess: Callable = data.identity,
+) -> tf.data.Dataset:
+    """As `tf_mgpu.engine.data.eval_dataset`, for a Stream (arrays go there)."""
+    if not isinstance(split, Stream):
+        return data.eval_dataset(split, global_batch, context, preprocess)
+    per_replica = context.get_per_replica_batch_size(global_batch)
+    pad = data.eval_steps(len(split), global_batch) * global_batch - len(split)
+    real = split.dataset.map(lambda x, y: (x, y, tf.constant(1.0)))
+    filler = real.take(1).map(
+        lambda x, y, w: (
+            tf.nest.map_structure(tf.zeros_like, x),
+            tf.zeros_like(y),
+            tf.constant(0.0),
+        )
+    )
+    return (
+        real.concatenate(filler.repeat(pad))
+        .shard(context.num_input_pipelines, context.input_pipeline_id)
+        .batch(per_replica, drop_remainder=True)
+        .map(lambda x, y, w: (preprocess(x), y, w))
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
