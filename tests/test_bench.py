@@ -55,7 +55,7 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
         (["--only=tf_mgpu,nope"], "unknown nope"),
         (["--mwms_batches=128,x"], "--mwms_batches=128,x: not integers"),
         (["--mwms_batches=129"], "129 is not an even global batch"),
-        (["--variant=horovod"], "<seed_torch|keras_fit|xla_floor|keras_fit_task>"),
+        (["--variant=horovod"], "<seed_torch|keras_fit|xla_floor|keras_fit_task|task_floor>"),
         (["--rounds=0"], "rounds"),
     ],
     ids=["only", "batches_not_int", "batches_odd", "variant", "rounds"],

@@ -94,10 +94,11 @@ def test_keras_fit_trains_on_a_slice(mnist_data_dir):
     check_result(result, epochs=2, examples=2048)
 
 
-def test_keras_fit_of_any_task_fits_and_evaluates_it_as_compiled():
+@pytest.mark.parametrize("name", ["keras_fit_task", "task_floor"])
+def test_fit_and_the_floor_of_any_task_train_and_evaluate_it_as_compiled(name):
     task = str(ROOT / "examples" / "two_inputs_task.py")
     result = baselines.run(
-        "keras_fit_task",
+        name,
         manual_dir="/unused",
         data_dir=None,
         epochs=2,

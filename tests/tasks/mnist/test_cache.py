@@ -11,8 +11,10 @@ import tensorflow_datasets as tfds
 from tf_mgpu.tasks.mnist import cache
 from tf_mgpu.tasks.mnist import data as mnist_data
 
+SPECS = ["test", "train[:1000]", "test[10%:20%]", "train[-7:]", "test[-1%:]", "train[-7:]+test[:5]"]
 
-@pytest.mark.parametrize("spec", ["train[:1000]", "test[10%:20%]", "train[-7:]+test[:5]"])
+
+@pytest.mark.parametrize("spec", SPECS)
 def test_cached_splits_are_the_examples_tfds_reads(mnist_data_dir, spec):
     loaded = mnist_data.load(mnist_data_dir, None, spec, "test[:1]")
     builder = tfds.builder("mnist", data_dir=mnist_data_dir)
@@ -38,9 +40,12 @@ def test_a_second_load_reads_the_cache_alone_and_a_mismatch_is_rebuilt(data_dir,
         raise AssertionError("read TFDS although the cache matches")
 
     monkeypatch.setattr(mnist_data, "_read_whole", no_tfds)
-    second = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
+    with monkeypatch.context() as patch:  # common split strings need no TFDS builder at all
+        patch.setattr(tfds, "builder", no_tfds)
+        second = mnist_data.load(data_dir, None, "train[:100]", "test[:100]")
     np.testing.assert_array_equal(second.train.x, first.train.x)
     np.testing.assert_array_equal(second.test.y, first.test.y)
+    assert cache.select_simple(cache.read(tfds.builder("mnist", data_dir=data_dir)), "a+b") is None
 
     builder = tfds.builder("mnist", data_dir=data_dir)
     path = pathlib.Path(cache.path(builder))

@@ -8,7 +8,8 @@ a fraction of a second. A sidecar `.json` holds the file's sha256 and a
 fingerprint of the TFDS files it came from: the cache is rebuilt when
 either does not match (TFDS prepared again, a truncated or edited file).
 Split strings ("train[:8192]", "test[10%:20%]") are cut from the whole
-arrays with TFDS's own `ReadInstruction`, so they select what TFDS would.
+arrays as TFDS's own `ReadInstruction` cuts them. A later run whose split
+strings have the common forms (`splits.simple_slice`) never imports TFDS.
 """
 
 import hashlib
@@ -18,39 +19,52 @@ import os
 import tempfile
 
 import numpy as np
-import tensorflow_datasets as tfds
 
 from tf_mgpu.engine.data import Split
+from tf_mgpu.tasks.mnist import splits
 
 SPLITS = ("train", "test")
+NAME, VERSION = "mnist", "3.0.1"  # what TFDS 4.9's mnist builder prepares
 
 
-def path(builder: tfds.core.DatasetBuilder) -> str:
+def path(builder) -> str:
     """The cache file for `builder`'s prepared data."""
-    folder = os.path.join(builder.data_dir_root, "tf_mgpu_cache")
-    return os.path.join(folder, f"{builder.name}-{builder.version}.npz")
+    return _file(builder.data_dir_root, builder.name, str(builder.version))
 
 
-def source_fingerprint(builder: tfds.core.DatasetBuilder) -> str:
-    """Names, sizes and modification times of the prepared TFDS files."""
+def _file(root: str, name: str = NAME, version: str = VERSION) -> str:
+    return os.path.join(root, "tf_mgpu_cache", f"{name}-{version}.npz")
+
+
+def source_fingerprint(dataset_dir: str) -> str:
+    """Names, sizes and modification times of the prepared TFDS files in `dataset_dir`."""
     entries = []
-    for name in sorted(os.listdir(builder.data_dir)):
-        stat = os.stat(os.path.join(builder.data_dir, name))
+    for name in sorted(os.listdir(dataset_dir)):
+        stat = os.stat(os.path.join(dataset_dir, name))
         entries.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
-def read(builder: tfds.core.DatasetBuilder) -> dict[str, Split] | None:
+def read(builder) -> dict[str, Split] | None:
     """The whole splits from the cache, or None if it is missing or does not match."""
-    file = path(builder)
+    return _read(path(builder), builder.data_dir)
+
+
+def read_prepared(root: str) -> dict[str, Split] | None:
+    """As `read`, without TFDS (whose builder takes 0.4 s to find, and 0.4 s to import):
+    MNIST prepared in the TFDS data dir `root`, in the version this TFDS prepares."""
+    return _read(_file(root), os.path.join(root, NAME, VERSION))
+
+
+def _read(file: str, dataset_dir: str) -> dict[str, Split] | None:
     try:
         with open(file + ".json") as f:
             recorded = json.load(f)
         with open(file, "rb") as f:
             blob = f.read()
+        if recorded.get("source") != source_fingerprint(dataset_dir):
+            return None
     except (OSError, ValueError):
-        return None
-    if recorded.get("source") != source_fingerprint(builder):
         return None
     if recorded.get("sha256") != hashlib.sha256(blob).hexdigest():
         return None
@@ -58,13 +72,16 @@ def read(builder: tfds.core.DatasetBuilder) -> dict[str, Split] | None:
         return {s: Split(x=arrays[f"{s}_x"], y=arrays[f"{s}_y"]) for s in SPLITS}
 
 
-def write(builder: tfds.core.DatasetBuilder, splits: dict[str, Split]) -> None:
+def write(builder, splits: dict[str, Split]) -> None:
     """Writes the cache; a data dir that cannot take it only costs the next run the read."""
     file = path(builder)
     buffer = io.BytesIO()
     np.savez(buffer, **{f"{s}_{part}": getattr(splits[s], part) for s in SPLITS for part in "xy"})
     blob = buffer.getvalue()
-    recorded = {"source": source_fingerprint(builder), "sha256": hashlib.sha256(blob).hexdigest()}
+    recorded = {
+        "source": source_fingerprint(builder.data_dir),
+        "sha256": hashlib.sha256(blob).hexdigest(),
+    }
     try:
         os.makedirs(os.path.dirname(file), exist_ok=True)
         _replace(file, blob)
@@ -85,13 +102,21 @@ def _replace(file: str, content: bytes) -> None:
         raise
 
 
-def select(builder: tfds.core.DatasetBuilder, whole: dict[str, Split], spec: str) -> Split:
+def select(builder, whole: dict[str, Split], spec: str) -> Split:
     """The examples TFDS's split string `spec` names, cut from the whole splits.
 
     Raises ValueError, as TFDS does, for a split that does not exist or a slice out of range.
     """
+    import tensorflow_datasets as tfds
+
     instructions = tfds.core.ReadInstruction.from_spec(spec).to_absolute(builder.info.splits)
     parts = [whole[i.splitname].take(slice(i.from_, i.to)) for i in instructions]
     if len(parts) == 1:
         return parts[0]
     return Split(x=np.concatenate([p.x for p in parts]), y=np.concatenate([p.y for p in parts]))
+
+
+def select_simple(whole: dict[str, Split], spec: str) -> Split | None:
+    """`select` without TFDS for the forms `splits.simple_slice` knows; None for the others."""
+    found = splits.simple_slice(spec, {name: len(split) for name, split in whole.items()})
+    return None if found is None else whole[found[0]].take(found[1])

@@ -17,15 +17,15 @@ process must not pay for importing TensorFlow, nor the others for torch.
 import gzip
 import json
 import os
-import re
 import resource
 import time
 
 import numpy as np
 
 from tf_mgpu.errors import UserError
+from tf_mgpu.tasks.mnist import splits
 
-REFERENCES = ("seed_torch", "keras_fit", "xla_floor", "keras_fit_task")
+REFERENCES = ("seed_torch", "keras_fit", "xla_floor", "keras_fit_task", "task_floor")
 RESULT_PREFIX = "tf_mgpu bench result: "
 BATCH_SIZE = 64
 LEARNING_RATE = 0.01
@@ -35,7 +35,6 @@ _IDX_FILES = {
     "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
     "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
 }
-_SPLIT = re.compile(r"^(train|test)(?:\[(-?\d+%?)?:(-?\d+%?)?\])?$")
 
 
 def run(
@@ -57,6 +56,10 @@ def run(
         from tf_mgpu.tools.bench import task_fit
 
         return task_fit.keras_fit_task(task, data_dir, manual_dir, epochs, train_split, test_split)
+    if name == "task_floor":
+        from tf_mgpu.tools.bench import task_fit
+
+        return task_fit.task_floor(task, data_dir, manual_dir, epochs, train_split, test_split)
     if name == "xla_floor":
         return xla_floor(data_dir, manual_dir, epochs, train_split, test_split)
     raise UserError(f"unknown reference loop {name!r}; choose one of {', '.join(REFERENCES)}")
@@ -90,23 +93,13 @@ def split_slice(spec: str, sizes: dict[str, int]) -> tuple[str, slice]:
     Percentages round to the closest example, as TFDS does. Only the forms
     above are understood; anything else is a UserError.
     """
-    match = _SPLIT.match(spec)
-    if not match:
+    found = splits.simple_slice(spec, sizes)
+    if found is None:
         raise UserError(
             f"split {spec!r} is not understood by the seed loop; use 'train', 'test' "
             f"or a slice such as 'train[:4096]' or 'train[:10%]'"
         )
-    name, start, stop = match.groups()
-    size = sizes[name]
-
-    def bound(text: str | None) -> int | None:
-        if text is None:
-            return None
-        if text.endswith("%"):
-            return round(int(text[:-1]) * size / 100)
-        return int(text)
-
-    return name, slice(bound(start), bound(stop))
+    return found
 
 
 def read_idx(manual_dir: str, spec: str) -> tuple[np.ndarray, np.ndarray]:

@@ -147,6 +147,10 @@ TASK_TABLE = (
     Variant("tf_mgpu", "python -m tf_mgpu.main --task=..., defaults (--jit_compile=auto)", ()),
     Variant("tf_mgpu_jit", "--jit_compile (XLA forced)", ("--jit_compile",)),
     Variant("tf_mgpu_nojit", "--nojit_compile", ("--nojit_compile",)),
+    Variant(
+        "task_floor",
+        "the task's model in the plainest tf.function step: no strategy, XLA or metrics, batch 64",
+    ),
 )
 TASK_TARGETS = (
     Comparison(
@@ -166,6 +170,12 @@ TASK_TARGETS = (
     Comparison(
         "test accuracy, tf_mgpu - keras_fit_task", "tf_mgpu", "keras_fit_task", "test_accuracy", "±"
     ),
+    # For information: how far above fit any loop gets with this model here, and tf_mgpu's
+    # distance to that floor.
+    Comparison(
+        "steady ex/s, task_floor / keras_fit_task", "task_floor", "keras_fit_task", FIGURES[0]
+    ),
+    Comparison("steady ex/s, tf_mgpu / task_floor", "tf_mgpu", "task_floor", FIGURES[0]),
 )
 
 
