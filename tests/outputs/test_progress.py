@@ -17,7 +17,9 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_the_bar_shows_steps_loss_speed_and_time_left():
+def test_the_bar_shows_steps_loss_speed_and_time_left(monkeypatch):
+    # A wide terminal whatever runs the test (a pytest-xdist worker has none: 80 columns).
+    monkeypatch.setenv("COLUMNS", "160")
     screen = Terminal()
     bar = progress.Progress(enabled=True, stream=screen)
     bar.start_epoch(1, 10, steps=100, done=20)  # resumed 20 steps into the epoch
