@@ -68,6 +68,8 @@ def test_another_task_runs_keras_fit_of_it_and_three_xla_choices_and_passes_the_
     for variant in variants:
         command = benchmark.command(variant, settings, tmp_path)
         assert "--task=examples/convnet_task.py" in command, command
+        if variant.main_args is not None:  # never a resume of an earlier bench's run
+            assert "--clean" in command, command
 
 
 @pytest.mark.parametrize(

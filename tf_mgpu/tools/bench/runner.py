@@ -292,6 +292,9 @@ def command(variant: Variant, settings: Settings, model_dir: pathlib.Path | None
         *common,
         f"--task={settings.task}",
         f"--model_dir={model_dir}",
+        # Every run trains from scratch: a model dir an earlier bench left under the same
+        # --out would otherwise be resumed, and its old summary measured.
+        "--clean",
         *strategy,
         *variant.main_args,
     ]

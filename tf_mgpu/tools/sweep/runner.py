@@ -137,6 +137,7 @@ class Runner:
             f"--batch_size={point.per_replica_batch}",
             f"--epochs={self.epochs}",
             f"--model_dir={model_dir}",
+            "--clean",  # a point an earlier sweep left under the same --output_dir trains anew
             f"--startup_timeout={self.startup_timeout:g}",
             *self.main_flags,
         ]
