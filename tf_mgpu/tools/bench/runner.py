@@ -257,7 +257,9 @@ def select(
             variants.setdefault(variant.name, variant)
     scaling = [pairs[name][1] for name in names if name in pairs]
     given = TARGETS if task == "mnist_mlp" else TASK_TARGETS
-    targets = [t for t in (*given, *scaling) if t.op is not None]
+    # The given ones all show (those without a bound for information); a scaling pair
+    # without one shows in the scaling section only.
+    targets = [*given, *(t for t in scaling if t.op is not None)]
     return list(variants.values()), scaling, [t for t in targets if {t.a, t.b} <= set(variants)]
 
 
