@@ -41,7 +41,8 @@ def test_outputs_without_model_dir_write_nothing(tmp_path, monkeypatch):
     outputs = report.Outputs(None)
     outputs.begin("--epochs=1\n")
     outputs.epoch(RECORD)
-    outputs.finish({"test_accuracy": 1.0}, mnist_mlp.build_model())
+    outputs.weights(mnist_mlp.build_model())
+    outputs.summary({"test_accuracy": 1.0})
     assert list(tmp_path.iterdir()) == []
 
 
@@ -51,7 +52,8 @@ def test_outputs_of_a_run_land_whole_and_leave_no_partial_files(tmp_path):
     outputs.begin("--epochs=2\n")
     outputs.epoch(RECORD)
     outputs.epoch({**RECORD, "epoch": 4})
-    outputs.finish({"test_accuracy": 0.95}, mnist_mlp.build_model())
+    outputs.weights(mnist_mlp.build_model())
+    outputs.summary({"test_accuracy": 0.95})
     logged = [json.loads(line) for line in (tmp_path / report.METRICS).read_text().splitlines()]
     assert [r["epoch"] for r in logged] == [3, 4]
     assert (tmp_path / report.FLAGS).read_text() == "--epochs=2\n"

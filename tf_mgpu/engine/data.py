@@ -104,8 +104,6 @@ def train_dataset(
     step. Each epoch then yields exactly `steps_per_epoch` steps, so batches
     never straddle two epochs.
     """
-    per_replica = context.get_per_replica_batch_size(global_batch)
-    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
     used = steps_per_epoch(len(split), global_batch) * global_batch
     x = tf.nest.map_structure(tf.constant, split.x)
     y = tf.constant(split.y)
@@ -116,12 +114,34 @@ def train_dataset(
             context.num_input_pipelines, context.input_pipeline_id
         )
 
+    return per_replica_batches(
+        tf.data.Dataset.range(first_epoch, epochs).flat_map(epoch_examples),
+        global_batch,
+        context,
+        first_step,
+        lambda index: (preprocess(gather(x, index)), tf.gather(y, index)),
+    )
+
+
+def per_replica_batches(
+    examples: tf.data.Dataset,
+    global_batch: int,
+    context: tf.distribute.InputContext,
+    first_step: int,
+    to_batch: Callable,
+) -> tf.data.Dataset:
+    """This pipeline's share of the epochs' examples, in order, as per-replica batches
+    from step `first_step` on, each batch made by `to_batch`.
+
+    The pipeline's replicas take consecutive batches, so skipping `first_step` steps
+    skips that many batches per local replica.
+    """
+    per_replica = context.get_per_replica_batch_size(global_batch)
+    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
     return (
-        tf.data.Dataset.range(first_epoch, epochs)
-        .flat_map(epoch_examples)
-        .batch(per_replica, drop_remainder=True)
+        examples.batch(per_replica, drop_remainder=True)
         .skip(first_step * replicas_here)
-        .map(lambda index: (preprocess(gather(x, index)), tf.gather(y, index)))
+        .map(to_batch)
         .prefetch(tf.data.AUTOTUNE)
     )
 

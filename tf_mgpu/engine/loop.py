@@ -11,8 +11,8 @@ Two inputs, one per-replica step:
 
 Both visit the same examples at each step (step k of an epoch trains on
 `epoch_order[k * B:(k + 1) * B]`), so both train like one device at global
-batch B. One call of a loop runs up to `steps_per_loop` steps, a `tf.range`
-loop around `strategy.run`, so the per-call cost (Python, function dispatch,
+batch B. One call of a loop runs up to `steps_per_loop` steps, a graph while
+loop around `strategy.run` (`_repeat`), so the per-call cost (Python, function dispatch,
 reading back) is paid once per call, not per step.
 
 XLA (`jit_scope`): where one process has one replica, the whole call (every

@@ -126,24 +126,19 @@ def train_dataset(
         return data.train_dataset(
             split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
         )
-    per_replica = context.get_per_replica_batch_size(global_batch)
-    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
     used = data.steps_per_epoch(len(split), global_batch) * global_batch
 
     def epoch_examples(epoch: int) -> tf.data.Dataset:
         shuffled = split.dataset.shuffle(SHUFFLE_BUFFER, seed=_epoch_seed(seed, epoch))
         return shuffled.take(used).shard(context.num_input_pipelines, context.input_pipeline_id)
 
-    return (
-        functools.reduce(
-            tf.data.Dataset.concatenate,
-            [epoch_examples(e) for e in range(first_epoch, epochs)],
-            split.dataset.take(0),  # no epoch left: nothing
-        )
-        .batch(per_replica, drop_remainder=True)
-        .skip(first_step * replicas_here)
-        .map(lambda x, y: (preprocess(x), y))
-        .prefetch(tf.data.AUTOTUNE)
+    epochs_left = functools.reduce(
+        tf.data.Dataset.concatenate,
+        [epoch_examples(e) for e in range(first_epoch, epochs)],
+        split.dataset.take(0),  # no epoch left: nothing
+    )
+    return data.per_replica_batches(
+        epochs_left, global_batch, context, first_step, lambda x, y: (preprocess(x), y)
     )
 
 

@@ -193,12 +193,8 @@ class Outputs:
             with open(self._path(METRICS), "a") as log:
                 log.write(_json_line(record))
 
-    def finish(self, summary: dict, model: keras.Model) -> None:
-        """Writes the weights and the summary, each renamed into place when complete."""
-        self.weights(model)
-        self.summary(summary)
-
     def weights(self, model: keras.Model) -> None:
+        """Writes the weights, renamed into place when complete (as `summary` is)."""
         if self.model_dir is None:
             return
         # Keras insists that a weights file's name ends in .weights.h5.

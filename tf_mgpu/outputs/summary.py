@@ -42,7 +42,7 @@ def summary(
     history: list[dict],
 ) -> dict:
     train_seconds = sum(record["seconds"] for record in history)
-    steady = history[1:] or history  # the first epoch also compiles
+    steady = history[1:] or history  # the first epoch also warms up (caches, threads)
     return {
         "strategy": strategies.name_of(strategy),
         "task": str(task),

@@ -45,7 +45,8 @@ def load(
                 builder = _prepare(
                     builder, manual_dir or preflight.manual_files_or_network(builder.data_dir_root)
                 )
-    whole = cache.read(builder)
+    if whole is None:  # the cache read above stands unless it missed
+        whole = cache.read(builder)
     if whole is None:
         whole = {name: _read_whole(builder, name) for name in cache.SPLITS}
         cache.write(builder, whole)
