@@ -19,8 +19,7 @@ import tempfile
 from absl import app, flags
 
 from tf_mgpu.errors import UserError
-from tf_mgpu.tools.bench import baselines
-from tf_mgpu.tools.bench import runner as benchmark
+from tf_mgpu.tools.bench import baselines, runner, variants
 
 _MANUAL_DIR = flags.DEFINE_string(
     "manual_dir", None, "Folder holding the four original MNIST .gz files.", required=True
@@ -38,13 +37,13 @@ _OUT = flags.DEFINE_string(
 _ONLY = flags.DEFINE_list(
     "only",
     [],
-    f"Run only these: variants of the table ({', '.join(v.name for v in benchmark.TABLE)}) "
+    f"Run only these: variants of the table ({', '.join(v.name for v in variants.TABLE)}) "
     "and scaling pairs (mirroring, mirroring_nojit, mwms_G for G in --mwms_batches). "
     "Default: all.",
 )
 _MWMS_BATCHES = flags.DEFINE_list(
     "mwms_batches",
-    [str(batch) for batch in benchmark.MWMS_BATCHES],
+    [str(batch) for batch in variants.MWMS_BATCHES],
     "Global batches of the multi-worker pairs: 2 workers at G/2 each vs 1 process at G.",
 )
 _TASK = flags.DEFINE_string(
@@ -64,8 +63,8 @@ _VARIANT = flags.DEFINE_enum(
 )
 
 
-def settings_from_flags() -> benchmark.Settings:
-    return benchmark.Settings(
+def settings_from_flags() -> variants.Settings:
+    return variants.Settings(
         manual_dir=_MANUAL_DIR.value,
         data_dir=_DATA_DIR.value,
         epochs=_EPOCHS.value,
@@ -83,7 +82,7 @@ def mwms_batches() -> list[int]:
         raise UserError(f"--mwms_batches={','.join(_MWMS_BATCHES.value)}: not integers") from None
 
 
-def run_reference(settings: benchmark.Settings) -> None:
+def run_reference(settings: variants.Settings) -> None:
     result = baselines.run(
         _VARIANT.value,
         manual_dir=settings.manual_dir,
@@ -96,11 +95,11 @@ def run_reference(settings: benchmark.Settings) -> None:
     print(baselines.result_line(result), flush=True)
 
 
-def run_benchmark(settings: benchmark.Settings) -> bool:
+def run_benchmark(settings: variants.Settings) -> bool:
     """Runs the benchmark; True if every run succeeded."""
-    variants, scaling, targets = benchmark.select(_ONLY.value, mwms_batches(), settings.task)
+    chosen, scaling, targets = variants.select(_ONLY.value, mwms_batches(), settings.task)
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_"))
-    report = benchmark.run(variants, scaling, targets, settings, _ROUNDS.value, out, echo=_echo)
+    report = runner.run(chosen, scaling, targets, settings, _ROUNDS.value, out, echo=_echo)
     return not report["failures"]
 
 

@@ -1,0 +1,31 @@
+"""The benchmark's report: the printed tables and the files."""
+
+import json
+import re
+
+from tests.tools.test_bench_figures import fake
+from tf_mgpu.tools.bench import figures, tables, variants
+
+
+def test_report_prints_and_writes_every_table(tmp_path):
+    measurements = [fake("seed_torch", 0, 100.0), fake("tf_mgpu", 0, 400.0, wall_seconds=5.0)]
+    shown = [variants.TABLE[0], variants.TABLE[2]]
+    report = {
+        "table": figures.table_rows(shown, measurements),
+        "scaling": [],
+        "targets": [figures.evaluate(t, measurements) for t in variants.TARGETS],
+        "failures": [{"variant": "keras_fit", "round": 0, "log": "boom"}],
+    }
+    text = tables.format_report(report)
+    squeezed = re.sub(" +", " ", text)  # the columns' padding is not the point here
+    assert "tf_mgpu 400 4.00x 2.00 1.00x 5.0 0.50x" in squeezed, text
+    assert "steady ex/s, tf_mgpu / seed_torch 4.00x >= 3x PASS" in squeezed, text
+    assert "steady ex/s, tf_mgpu / keras_fit n/a >= 7x n/a" in squeezed, text
+    assert "test accuracy, tf_mgpu - tf_mgpu_all_off n/a pt ± 0.5 pt n/a" in squeezed, text
+    assert "test accuracy, tf_mgpu - seed_torch +0.00 pt\n" in squeezed, text
+    assert "FAILED runs, left out of the figures: keras_fit (round 1)" in text, text
+    paths = tables.write(report, tmp_path)
+    assert sorted(p.name for p in paths) == ["bench.json", "table.csv", "targets.csv"], paths
+    table = (tmp_path / "table.csv").read_text().splitlines()
+    assert table[0].startswith("variant,description,runs,steady_examples_per_second,"), table
+    assert json.loads((tmp_path / "bench.json").read_text())["table"][1]["variant"] == "tf_mgpu"
