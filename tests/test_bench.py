@@ -24,7 +24,7 @@ def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mnist_data_dir):
     done = bench(
         f"--data_dir={mnist_data_dir}",
-        "--only=seed_torch,tf_mgpu",
+        "--only=seed_torch,tf_mgpu,tf_mgpu_cold,startup,compute",
         "--epochs=2",
         "--rounds=1",
         "--train_split=train[:1024]",
@@ -36,17 +36,36 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
     out = done.stdout
     for expected in ("tf_mgpu benchmark", "cpu: ", "tensorflow 2.", "torch 2.", "epochs=2"):
         assert expected in out, f"{expected!r} missing from:\n{out}"
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    table = out.split("\nvariant ", 1)[1].split("\n\n", 1)[0]  # the main table
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows["seed_torch"][2] == "1.00x", out
     assert rows["tf_mgpu"][-1] == "1", out  # runs
     assert "steady ex/s, tf_mgpu / seed_torch" in out, out
     assert f"wrote {tmp_path / 'bench.json'}" in out, out
     report = json.loads((tmp_path / "bench.json").read_text())
     measured = {m["variant"]: m for m in report["measurements"]}
-    assert sorted(measured) == ["seed_torch", "tf_mgpu"], measured
+    assert sorted(measured) == ["seed_torch", "tf_mgpu", "tf_mgpu_cold"], measured
     assert all(len(m["epoch_seconds"]) == 2 for m in measured.values()), measured
     assert (tmp_path / "runs" / "round1" / "tf_mgpu" / "model" / "summary.json").is_file()
     assert (tmp_path / "table.csv").read_text().startswith("variant,description,runs,")
+    # The first run made its own caches beside links to the prepared data; the warm-up
+    # filled the shared ones first.
+    cold = tmp_path / "runs" / "round1" / "tf_mgpu_cold" / "tfds"
+    assert (cold / "mnist").is_symlink(), list(cold.iterdir())
+    assert (cold / "tf_mgpu_cache").is_dir(), list(cold.iterdir())
+    assert "warm-up run (untimed" in out, out
+    assert "end-to-end wall, first run, tf_mgpu_cold / seed_torch" in out, out
+    assert {row["probe"] for row in report["startup"]} == {
+        "help",
+        "flag_value",
+        "unknown_flag",
+        "tf_config",
+        "task_file",
+        "model_dir",
+        "manual_dir",
+    }, report["startup"]
+    assert report["compute"]["train_flops_per_example"] > 4e5, report["compute"]
+    assert "GFLOP/s  of peak" in out, out
 
 
 @pytest.mark.parametrize(
@@ -55,7 +74,10 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
         (["--only=tf_mgpu,nope"], "unknown nope"),
         (["--mwms_batches=128,x"], "--mwms_batches=128,x: not integers"),
         (["--mwms_batches=129"], "129 is not an even global batch"),
-        (["--variant=horovod"], "<seed_torch|keras_fit|xla_floor|keras_fit_task|task_floor>"),
+        (
+            ["--variant=horovod"],
+            "<seed_torch|keras_fit|xla_floor|keras_fit_task|task_floor|compute>",
+        ),
         (["--rounds=0"], "rounds"),
     ],
     ids=["only", "batches_not_int", "batches_odd", "variant", "rounds"],

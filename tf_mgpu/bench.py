@@ -38,8 +38,9 @@ _ONLY = flags.DEFINE_list(
     "only",
     [],
     f"Run only these: variants of the table ({', '.join(v.name for v in variants.TABLE)}) "
-    "and scaling pairs (mirroring, mirroring_nojit, mwms_G for G in --mwms_batches). "
-    "Default: all.",
+    "scaling pairs (mirroring, mirroring_nojit, mirroring_1device, mwms_G for G in "
+    "--mwms_batches) and probes (startup: --help and user errors; compute: FLOP per example "
+    "and the matmul peak). Default: all.",
 )
 _MWMS_BATCHES = flags.DEFINE_list(
     "mwms_batches",
@@ -59,7 +60,11 @@ _TIMEOUT = flags.DEFINE_float(
     "timeout", 3600.0, "Seconds one run may take before it is killed.", lower_bound=1.0
 )
 _VARIANT = flags.DEFINE_enum(
-    "variant", None, baselines.REFERENCES, "Run this one reference loop here and print its result."
+    "variant",
+    None,
+    (*baselines.REFERENCES, "compute"),
+    "Run this one reference loop here and print its result; compute: count the task's FLOP "
+    "per example and measure the machine's matmul peak.",
 )
 
 
@@ -83,6 +88,18 @@ def mwms_batches() -> list[int]:
 
 
 def run_reference(settings: variants.Settings) -> None:
+    if _VARIANT.value == "compute":
+        from tf_mgpu.tools.bench import compute
+
+        result = compute.measure(
+            settings.task,
+            settings.data_dir,
+            settings.manual_dir,
+            settings.train_split,
+            settings.test_split,
+        )
+        print(baselines.result_line(result), flush=True)
+        return
     result = baselines.run(
         _VARIANT.value,
         manual_dir=settings.manual_dir,
@@ -97,9 +114,9 @@ def run_reference(settings: variants.Settings) -> None:
 
 def run_benchmark(settings: variants.Settings) -> bool:
     """Runs the benchmark; True if every run succeeded."""
-    chosen, scaling, targets = variants.select(_ONLY.value, mwms_batches(), settings.task)
+    plan = variants.select(_ONLY.value, mwms_batches(), settings.task)
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_"))
-    report = runner.run(chosen, scaling, targets, settings, _ROUNDS.value, out, echo=_echo)
+    report = runner.run(plan, settings, _ROUNDS.value, out, echo=_echo)
     return not report["failures"]
 
 

@@ -18,13 +18,14 @@ import os
 import platform
 
 OFF = ("", "none", "off")
+FOLDER = "tf_mgpu_cache"  # in the TFDS data dir; tf_mgpu.tasks.mnist.cache keeps arrays there too
 _FLAG = "--tf_xla_persistent_cache_directory"
 
 
 def default_root(data_dir: str | None) -> str:
     """`tf_mgpu_cache` in the TFDS data dir (--data_dir, else TFDS's own default)."""
     tfds_dir = data_dir or os.environ.get("TFDS_DATA_DIR") or "~/tensorflow_datasets"
-    return os.path.join(os.path.expanduser(tfds_dir), "tf_mgpu_cache")
+    return os.path.join(os.path.expanduser(tfds_dir), FOLDER)
 
 
 def folder(root: str) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from tf_mgpu.tools.bench import figures
 from tf_mgpu.tools.bench.figures import Measurement
-from tf_mgpu.tools.bench.variants import Comparison
+from tf_mgpu.tools.bench.variants import Comparison, Variant
 
 
 def fake(variant: str, round_index: int, steady: float | None, **figures) -> Measurement:
@@ -59,3 +59,25 @@ def test_targets_pass_miss_or_say_not_measured():
     assert figures.evaluate(points, measurements)["result"] == "PASS"
     assert figures.evaluate(missing, measurements)["result"] == "n/a"
     assert figures.evaluate(report_only, measurements)["result"] == ""
+
+
+def compute_probe(round_index: int, peak: float) -> dict:
+    return {
+        "round": round_index,
+        "train_flops_per_example": 1e6,
+        "batch_size": 64,
+        "matmul_peak_flops": peak,
+        "matmul_size": 2048,
+    }
+
+
+def test_flops_per_second_are_paired_with_the_peak_of_their_own_round():
+    measurements = [fake("a", 0, 100.0), fake("a", 1, 300.0), fake("b", 0, None)]
+    probes = [compute_probe(0, 1e9), compute_probe(1, 6e9)]
+    found = figures.compute([Variant("a", ""), Variant("b", "")], measurements, probes)
+    assert found["matmul_peak_flops"] == 3.5e9
+    assert [row["variant"] for row in found["rows"]] == ["a"]  # b has no steady figure
+    # Rounds: 1e8 of 1e9 and 3e8 of 6e9; the ratio of the medians would say 2e8 / 3.5e9.
+    assert found["rows"][0]["flops_per_second"] == 2e8
+    assert found["rows"][0]["of_peak"] == pytest.approx(0.075)
+    assert figures.compute([Variant("a", "")], measurements, []) is None

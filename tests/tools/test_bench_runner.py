@@ -1,12 +1,17 @@
 """Running the benchmark: the order of runs, their commands, and real runs."""
 
 import json
+import pathlib
 
 import pytest
 
 from tests.support import mnist_manual_dir
 from tf_mgpu.tools.bench import runner, variants
 from tf_mgpu.tools.bench.variants import Settings, Variant
+
+
+def named(name: str) -> Variant:
+    return next(variant for variant in variants.TABLE if variant.name == name)
 
 
 def test_rounds_rotate_so_every_variant_takes_every_place_once():
@@ -24,12 +29,29 @@ def test_commands_run_references_through_bench_and_tf_mgpu_through_main(tmp_path
     assert {"--manual_dir=/m", "--data_dir=/d", "--epochs=3", "--train_split=train[:9]"} <= set(
         seed
     )
-    nojit = runner.command(variants.TABLE[3], settings, tmp_path)
+    nojit = runner.command(named("tf_mgpu_nojit"), settings, tmp_path)
     assert nojit[1:3] == ["-m", "tf_mgpu.main"], nojit
     assert {"--strategy=mirrored", "--nojit_compile", f"--model_dir={tmp_path}"} <= set(nojit)
     workers = runner.command(variants.mwms_pair(512)[0][0], settings, tmp_path)
     expected = {"--strategy=multi_worker_mirrored", "--startup_timeout=120", "--batch_size=256"}
     assert expected <= set(workers), workers
+
+
+def test_a_variant_naming_its_strategy_runs_with_that_one_alone(tmp_path):
+    (_, one), _ = variants.mirroring_one_device_pair()
+    argv = runner.command(one, Settings(manual_dir="/m"), tmp_path)
+    assert [arg for arg in argv if arg.startswith("--strategy=")] == ["--strategy=one_device"]
+
+
+def test_a_first_run_finds_the_prepared_data_and_none_of_the_caches(tmp_path):
+    shared = tmp_path / "tfds"
+    for folder in ("mnist/3.0.1", "downloads/manual", "tf_mgpu_cache/xla-tf"):
+        (shared / folder).mkdir(parents=True)
+    settings = Settings(manual_dir="/m", data_dir=str(shared))
+    fresh = pathlib.Path(runner.first_run_data_dir(settings, tmp_path / "run"))
+    assert sorted(entry.name for entry in fresh.iterdir()) == ["downloads", "mnist"]
+    assert (fresh / "mnist").resolve() == (shared / "mnist").resolve()  # linked, not copied
+    assert fresh.parent == tmp_path / "run"
 
 
 def test_a_failed_run_raises_with_its_output(tmp_path):

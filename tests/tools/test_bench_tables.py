@@ -3,8 +3,8 @@
 import json
 import re
 
-from tests.tools.test_bench_figures import fake
-from tf_mgpu.tools.bench import figures, tables, variants
+from tests.tools.test_bench_figures import compute_probe, fake
+from tf_mgpu.tools.bench import figures, startup, tables, variants
 
 
 def test_report_prints_and_writes_every_table(tmp_path):
@@ -29,3 +29,23 @@ def test_report_prints_and_writes_every_table(tmp_path):
     table = (tmp_path / "table.csv").read_text().splitlines()
     assert table[0].startswith("variant,description,runs,steady_examples_per_second,"), table
     assert json.loads((tmp_path / "bench.json").read_text())["table"][1]["variant"] == "tf_mgpu"
+
+
+def test_the_compute_and_start_up_sections_show_their_figures_and_verdicts(tmp_path):
+    measurements = [fake("tf_mgpu", 0, 200_000.0)]
+    probe = compute_probe(0, 250e9)
+    report = {
+        "table": [],
+        "scaling": [],
+        "targets": [],
+        "failures": [],
+        "compute": figures.compute([variants.TABLE[2]], measurements, [probe]),
+        "startup": startup.summary([startup.Timed("help", 0, 0.25)]),
+    }
+    squeezed = re.sub(" +", " ", tables.format_report(report))
+    assert "does 1,000,000 FLOP per example (forward and backward at batch 64" in squeezed
+    assert "float32 2048x2048 on every core, 250.0 GFLOP/s" in squeezed
+    assert "\ntf_mgpu 200.0 80%\n" in squeezed, squeezed
+    assert "\n--help 0.25 0.25 <= 1 s PASS" in squeezed, squeezed
+    tables.write(report, tmp_path)
+    assert (tmp_path / "startup.csv").read_text().startswith("probe,command,runs,median_seconds")

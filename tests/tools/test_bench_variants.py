@@ -9,35 +9,47 @@ TABLE_NAMES = [variant.name for variant in variants.TABLE]
 
 
 def test_everything_runs_by_default_with_shared_references_once():
-    chosen, scaling, targets = variants.select(None, [128, 512, 2048])
-    names = [variant.name for variant in chosen]
+    plan = variants.select(None, [128, 512, 2048])
+    scaling, targets = plan.scaling, plan.targets
+    names = [variant.name for variant in plan.variants]
     assert names[: len(TABLE_NAMES)] == TABLE_NAMES, names
     assert len(names) == len(set(names)), f"a variant runs twice per round: {names}"
-    assert {"mirrored_2x64", "single_128", "mwms_2x64", "mwms_2x256", "single_2048"} <= set(names)
-    expected = ["single_128", "single_128_nojit", "single_128", "single_512", "single_2048"]
+    assert {"mirrored_2x64", "single_128", "one_device", "mwms_2x256", "single_2048"} <= set(names)
+    assert plan.probes == ["startup", "compute"]
+    expected = ["single_128", "single_128_nojit", "one_device", "single_128", "single_512"]
+    expected.append("single_2048")
     assert [pair.b for pair in scaling] == expected
     bounds = {(t.a, t.b, t.figure): (t.op, t.bound) for t in targets}
     assert bounds == {
         ("tf_mgpu", "seed_torch", "steady_examples_per_second"): (">=", 3.0),
         ("tf_mgpu", "keras_fit", "steady_examples_per_second"): (">=", 7.0),
-        ("tf_mgpu", "seed_torch", "wall_seconds"): ("<=", 0.7),
+        ("tf_mgpu", "seed_torch", "wall_seconds"): ("<=", 0.5),
+        ("tf_mgpu_cold", "seed_torch", "wall_seconds"): ("<=", 0.7),
         ("tf_mgpu", "tf_mgpu_all_off", "test_accuracy"): ("±", 0.5),
         ("tf_mgpu", "seed_torch", "test_accuracy"): ("±", None),
         ("mirrored_2x64", "single_128", "steady_examples_per_second"): (">=", 0.8),
+        ("tf_mgpu", "one_device", "steady_examples_per_second"): (">=", 0.8),
         ("mwms_2x256", "single_512", "steady_examples_per_second"): (">=", 0.5),
     }
 
 
 def test_only_selects_variants_and_pairs_with_the_targets_they_can_answer():
-    chosen, scaling, targets = variants.select(["seed_torch", "tf_mgpu", "mirroring"], [])
-    assert [v.name for v in chosen] == ["seed_torch", "tf_mgpu", "mirrored_2x64", "single_128"]
-    assert [pair.a for pair in scaling] == ["mirrored_2x64"]
-    assert "keras_fit" not in {t.b for t in targets}, targets
-    assert len(targets) == 4, targets
+    plan = variants.select(["seed_torch", "tf_mgpu", "mirroring", "startup"], [])
+    assert [v.name for v in plan.variants] == [
+        "seed_torch",
+        "tf_mgpu",
+        "mirrored_2x64",
+        "single_128",
+    ]
+    assert [pair.a for pair in plan.scaling] == ["mirrored_2x64"]
+    assert "keras_fit" not in {t.b for t in plan.targets}, plan.targets
+    assert len(plan.targets) == 4, plan.targets
+    assert plan.probes == ["startup"]
 
 
 def test_another_task_runs_keras_fit_of_it_and_three_xla_choices_and_passes_the_task(tmp_path):
-    chosen, _, targets = variants.select(None, [], task="examples/convnet_task.py")
+    plan = variants.select(None, [], task="examples/convnet_task.py")
+    chosen, targets = plan.variants, plan.targets
     names = [variant.name for variant in chosen]
     assert names[:4] == ["keras_fit_task", "tf_mgpu", "tf_mgpu_jit", "tf_mgpu_nojit"], names
     assert not set(names) & {"seed_torch", "keras_fit", "xla_floor"}, names

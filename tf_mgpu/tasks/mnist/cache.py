@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 
+from tf_mgpu import compile_cache
 from tf_mgpu.engine.data import Split
 from tf_mgpu.tasks.mnist import splits
 
@@ -33,7 +34,7 @@ def path(builder) -> str:
 
 
 def _file(root: str, name: str = NAME, version: str = VERSION) -> str:
-    return os.path.join(root, "tf_mgpu_cache", f"{name}-{version}.npz")
+    return os.path.join(root, compile_cache.FOLDER, f"{name}-{version}.npz")
 
 
 def source_fingerprint(dataset_dir: str) -> str:

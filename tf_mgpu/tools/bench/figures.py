@@ -150,3 +150,37 @@ def table_rows(variants: Sequence[Variant], measurements: Sequence[Measurement])
             row[f"{figure}_x_seed"] = paired(measurements, variant.name, SEED, figure)
         rows.append(row)
     return rows
+
+
+def compute(
+    variants: Sequence[Variant], measurements: Sequence[Measurement], probes: Sequence[dict]
+) -> dict | None:
+    """FLOP/s each variant reached (steady examples/s x FLOP per example) and its share of
+    the matmul peak measured in the same round, median over rounds; None without probes.
+
+    Every variant of one benchmark trains the same model, so one FLOP count serves all
+    (per example it hardly depends on the batch: the matmuls scale with it).
+    """
+    if not probes:
+        return None
+    flops = probes[0]["train_flops_per_example"]
+    peaks = {probe["round"]: probe["matmul_peak_flops"] for probe in probes}
+    rows = []
+    for variant in variants:
+        achieved = {r: x * flops for r, x in values(measurements, variant.name, FIGURES[0]).items()}
+        if achieved:
+            shares = [achieved[r] / peaks[r] for r in achieved if r in peaks]
+            rows.append(
+                {
+                    "variant": variant.name,
+                    "flops_per_second": statistics.median(achieved.values()),
+                    "of_peak": statistics.median(shares) if shares else None,
+                }
+            )
+    return {
+        "train_flops_per_example": flops,
+        "batch_size": probes[0]["batch_size"],
+        "matmul_peak_flops": statistics.median(peaks.values()),
+        "matmul_size": probes[0]["matmul_size"],
+        "rows": rows,
+    }

@@ -18,13 +18,16 @@ import os
 import pathlib
 import platform
 import socket
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
+from tf_mgpu import compile_cache
 from tf_mgpu.cluster import local
-from tf_mgpu.tools.bench import baselines, figures, tables
+from tf_mgpu.tasks.mnist import preflight
+from tf_mgpu.tools.bench import baselines, figures, startup, tables
 from tf_mgpu.tools.bench.figures import Measurement
-from tf_mgpu.tools.bench.variants import Comparison, Settings, Variant
+from tf_mgpu.tools.bench.variants import Plan, Settings, Variant
 
 PACKAGES = ("tensorflow", "keras", "tensorflow-datasets", "numpy", "torch", "absl-py")
 
@@ -57,6 +60,8 @@ def command(variant: Variant, settings: Settings, model_dir: pathlib.Path | None
         if variant.workers > 1
         else ["--strategy=mirrored"]
     )
+    if any(arg.startswith("--strategy=") for arg in variant.main_args):
+        strategy = []  # the variant's own
     return [
         sys.executable,
         "-m",
@@ -78,6 +83,8 @@ def run_variant(
     """Runs `variant` once in fresh processes, logging into `run_dir`; RunError if it fails."""
     if variant.workers > 1:
         return _run_cluster(variant, settings, round_index, run_dir)
+    if variant.first_run:
+        settings = dataclasses.replace(settings, data_dir=first_run_data_dir(settings, run_dir))
     model_dir = run_dir / "model" if variant.main_args is not None else None
     commands = {variant.name: (command(variant, settings, model_dir), local.environment())}
     done = local.run_processes(commands, run_dir, settings.timeout)[variant.name]
@@ -86,6 +93,28 @@ def run_variant(
         return figures.from_result(variant.name, round_index, _result(done), done.seconds)
     summary = _summary(model_dir, done)
     return figures.from_summary(variant.name, round_index, summary, done.seconds)
+
+
+def first_run_data_dir(settings: Settings, run_dir: pathlib.Path) -> str:
+    """A new TFDS data dir in `run_dir` holding what the shared one has prepared (linked, not
+    copied) but none of tf_mgpu's caches: what a user's first run finds."""
+    shared = pathlib.Path(preflight.tfds_data_dir(settings.data_dir))
+    fresh = run_dir / "tfds"
+    fresh.mkdir(parents=True)
+    for entry in shared.iterdir():
+        if entry.name != compile_cache.FOLDER:
+            (fresh / entry.name).symlink_to(entry.resolve())
+    return str(fresh)
+
+
+def warm_up(settings: Settings, run_dir: pathlib.Path, echo: Callable[[str], None]) -> None:
+    """One untimed one-epoch run of the defaults: MNIST prepared and the caches filled, so the
+    measured runs are a user's second run (`tf_mgpu_cold` measures the first)."""
+    model_dir = run_dir / "model"
+    argv = command(Variant("warm_up", "", ()), dataclasses.replace(settings, epochs=1), model_dir)
+    done = local.run_processes({"warm_up": (argv, local.environment())}, run_dir, settings.timeout)
+    _check(done["warm_up"])
+    echo(f"warm-up run (untimed, one epoch of the defaults): {done['warm_up'].seconds:.1f} s")
 
 
 def _run_cluster(
@@ -156,56 +185,114 @@ def _version(package: str) -> str:
 
 
 def run(
-    variants: Sequence[Variant],
-    scaling: Sequence[Comparison],
-    targets: Sequence[Comparison],
+    plan: Plan,
     settings: Settings,
     rounds: int,
     out: pathlib.Path,
     echo: Callable[[str], None] = print,
 ) -> dict:
-    """Runs every variant `rounds` times, interleaved; prints the tables and writes them to `out`.
+    """Runs the plan `rounds` times, interleaved; prints the tables and writes them to `out`.
 
     Returns the report that `out/bench.json` holds. A failed run is reported
     (with its output's tail) and left out of the figures; the rest go on.
     """
     env = environment()
-    echo(tables.header(env, settings, rounds, len(variants)))
-    measurements, failures = measure(variants, settings, rounds, out / "runs", echo)
+    echo(tables.header(env, settings, rounds, len(plan.variants)))
+    found = measure(plan, settings, rounds, out / "runs", echo)
     report = {
         "environment": env,
         "settings": dataclasses.asdict(settings),
         "rounds": rounds,
-        "table": figures.table_rows(variants, measurements),
-        "scaling": [figures.evaluate(pair, measurements) for pair in scaling],
-        "targets": [figures.evaluate(target, measurements) for target in targets],
-        "failures": failures,
-        "measurements": [dataclasses.asdict(m) for m in measurements],
+        "table": figures.table_rows(plan.variants, found.measurements),
+        "scaling": [figures.evaluate(pair, found.measurements) for pair in plan.scaling],
+        "targets": [figures.evaluate(target, found.measurements) for target in plan.targets],
+        "startup": startup.summary(found.timed),
+        "compute": figures.compute(plan.variants, found.measurements, found.compute),
+        "failures": found.failures,
+        "measurements": [dataclasses.asdict(m) for m in found.measurements],
+        "startup_runs": [dataclasses.asdict(t) for t in found.timed],
+        "compute_runs": found.compute,
     }
     echo(tables.format_report(report))
     echo(f"wrote {', '.join(str(path) for path in tables.write(report, out))}")
     return report
 
 
+@dataclasses.dataclass
+class Found:
+    """Everything measured: runs of variants, start-up probes, compute probes, failures."""
+
+    measurements: list[Measurement] = dataclasses.field(default_factory=list)
+    timed: list[startup.Timed] = dataclasses.field(default_factory=list)  # start-up probes
+    compute: list[dict] = dataclasses.field(default_factory=list)  # with their "round"
+    failures: list[dict] = dataclasses.field(default_factory=list)
+
+    def failed(self, what: str, round_index: int, log: str) -> None:
+        self.failures.append({"variant": what, "round": round_index, "log": log})
+
+
 def measure(
-    variants: Sequence[Variant],
+    plan: Plan,
     settings: Settings,
     rounds: int,
     runs_dir: pathlib.Path,
     echo: Callable[[str], None],
-) -> tuple[list[Measurement], list[dict]]:
-    """Every variant once per round, in `rotated` order; (measurements, failures)."""
-    measurements, failures = [], []
+) -> Found:
+    """The warm-up, then per round the probes and every variant once, in `rotated` order."""
+    found = Found()
+    if any(variant.main_args is not None for variant in plan.variants):
+        try:
+            warm_up(settings, runs_dir / "warm_up", echo)
+        except RunError as e:
+            found.failed("warm_up", 0, str(e))
+            echo(f"warm-up FAILED (logs in {runs_dir / 'warm_up'})\n{e}")
     for round_index in range(rounds):
-        for variant in rotated(variants, round_index):
-            run_dir = runs_dir / f"round{round_index + 1}" / variant.name
-            prefix = f"round {round_index + 1}/{rounds}  {variant.name:<16}"
+        round_dir = runs_dir / f"round{round_index + 1}"
+        label = f"round {round_index + 1}/{rounds}  "
+        if "startup" in plan.probes:
+            _probe_startup(found, round_index, round_dir / "startup", label, echo)
+        if "compute" in plan.probes:
+            _probe_compute(found, settings, round_index, round_dir / "compute", label, echo)
+        for variant in rotated(plan.variants, round_index):
+            run_dir = round_dir / variant.name
+            prefix = f"{label}{variant.name:<16}"
             try:
-                found = run_variant(variant, settings, round_index, run_dir)
+                measured = run_variant(variant, settings, round_index, run_dir)
             except RunError as e:
-                failures.append({"variant": variant.name, "round": round_index, "log": str(e)})
+                found.failed(variant.name, round_index, str(e))
                 echo(f"{prefix}FAILED (logs in {run_dir})\n{e}")
                 continue
-            measurements.append(found)
-            echo(prefix + tables.progress(found))
-    return measurements, failures
+            found.measurements.append(measured)
+            echo(prefix + tables.progress(measured))
+    return found
+
+
+def _probe_startup(found: Found, round_index: int, folder: pathlib.Path, label: str, echo) -> None:
+    folder.mkdir(parents=True, exist_ok=True)  # an empty TFDS data dir for every probe
+    for probe in startup.PROBES:
+        try:
+            timed = startup.run(probe, round_index, folder)
+        except (startup.ProbeError, subprocess.TimeoutExpired) as e:
+            found.failed(f"startup {probe.name}", round_index, str(e))
+            echo(f"{label}startup {probe.name}: FAILED\n{e}")
+            continue
+        found.timed.append(timed)
+    seconds = ", ".join(f"{t.probe} {t.seconds:.2f}" for t in found.timed if t.round == round_index)
+    echo(f"{label}startup (s): {seconds}")
+
+
+def _probe_compute(found: Found, settings: Settings, round_index: int, run_dir, label, echo):
+    argv = command(Variant("compute", ""), settings, None)
+    done = local.run_processes({"compute": (argv, local.environment())}, run_dir, settings.timeout)
+    try:
+        _check(done["compute"])
+        result = _result(done["compute"])
+    except RunError as e:
+        found.failed("compute", round_index, str(e))
+        echo(f"{label}compute FAILED (logs in {run_dir})\n{e}")
+        return
+    found.compute.append({**result, "round": round_index})
+    echo(
+        f"{label}compute: {result['train_flops_per_example']:,.0f} FLOP per example, "
+        f"matmul peak {result['matmul_peak_flops'] / 1e9:,.1f} GFLOP/s"
+    )

@@ -55,12 +55,59 @@ def format_report(report: dict) -> str:
     if report["scaling"]:
         parts += ["Scaling pairs (steady ex/s, ratio per round, median):"]
         parts += [_format_comparisons(report["scaling"], "a ex/s", "b ex/s")]
+    if report.get("compute"):
+        parts += [format_compute(report["compute"])]
+    if report.get("startup"):
+        parts += [format_startup(report["startup"])]
     if report["targets"]:
         parts += ["Targets:", _format_comparisons(report["targets"])]
     if report["failures"]:
         failed = ", ".join(f"{f['variant']} (round {f['round'] + 1})" for f in report["failures"])
         parts += [f"FAILED runs, left out of the figures: {failed}"]
     return "\n\n".join(parts)
+
+
+def format_compute(compute: dict) -> str:
+    """FLOP/s reached against the machine's matmul peak."""
+    rows = [
+        [
+            row["variant"],
+            _cell(row["flops_per_second"] / 1e9, ",.1f"),
+            _cell(None if row["of_peak"] is None else row["of_peak"] * 100, ".0f") + "%",
+        ]
+        for row in compute["rows"]
+    ]
+    return "\n".join(
+        [
+            f"Compute: the training step does {compute['train_flops_per_example']:,.0f} FLOP "
+            f"per example (forward and backward at batch {compute['batch_size']}, counted by "
+            f"TensorFlow's profiler); this machine's matmul peak, float32 "
+            f"{compute['matmul_size']}x{compute['matmul_size']} on every core, "
+            f"{compute['matmul_peak_flops'] / 1e9:,.1f} GFLOP/s (median over rounds). "
+            f"'of peak': per round, achieved / that round's peak, median.",
+            _align(["variant", "GFLOP/s", "of peak"], rows),
+        ]
+    )
+
+
+def format_startup(rows: Sequence[dict]) -> str:
+    """The wall of every start-up probe against its target."""
+    cells = [
+        [
+            row["command"],
+            f"{row['median_seconds']:.2f}",
+            f"{row['max_seconds']:.2f}",
+            f"<= {row['target_seconds']:g} s",
+            row["result"],
+        ]
+        for row in rows
+    ]
+    return "\n".join(
+        [
+            "Start-up without TensorFlow (python -m tf_mgpu.main, start to exit, over rounds):",
+            _align(["command", "median s", "max s", "target", "result"], cells),
+        ]
+    )
 
 
 def format_table(rows: Sequence[dict]) -> str:
@@ -124,8 +171,8 @@ def write(report: dict, out: pathlib.Path) -> list[pathlib.Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "bench.json"]
     paths[0].write_text(json.dumps(report, indent=2) + "\n")
-    for name in ("table", "scaling", "targets"):
-        if report[name]:
+    for name in ("table", "scaling", "targets", "startup"):
+        if report.get(name):
             paths.append(out / f"{name}.csv")
             with open(paths[-1], "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=list(report[name][0]))

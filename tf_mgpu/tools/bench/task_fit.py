@@ -17,7 +17,7 @@ from tf_mgpu.engine import stream
 from tf_mgpu.tools.bench import baselines
 
 
-def _prepared(task: str, data_dir, manual_dir, train_split: str, test_split: str):
+def prepared(task: str, data_dir, manual_dir, train_split: str, test_split: str):
     """(the task's record, its data as arrays, its compiled model, the host-side preprocess)."""
     import keras
     import tensorflow as tf
@@ -56,7 +56,7 @@ def keras_fit_task(
     train_split: str = "train",
     test_split: str = "test",
 ) -> dict:
-    _, datasets, net, host = _prepared(task, data_dir, manual_dir, train_split, test_split)
+    _, datasets, net, host = prepared(task, data_dir, manual_dir, train_split, test_split)
     timer = baselines.epoch_timer()
     started = time.perf_counter()
     x_train = host(datasets.train.x)
@@ -88,7 +88,7 @@ def task_floor(
     import keras
     import tensorflow as tf
 
-    _, datasets, net, host = _prepared(task, data_dir, manual_dir, train_split, test_split)
+    _, datasets, net, host = prepared(task, data_dir, manual_dir, train_split, test_split)
     started = time.perf_counter()
     x = tf.nest.map_structure(tf.constant, host(datasets.train.x))
     y = tf.constant(datasets.train.y)
