@@ -11,6 +11,7 @@ from tests.support import cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import training
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
+from tf_mgpu.engine import state as engine_state
 from tf_mgpu.engine import strategies, trainer
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
@@ -82,7 +83,7 @@ def test_n_replicas_train_like_one_replica_at_the_same_global_batch(
 def initial_model(config: Config, datasets):
     """The model `training.run` starts from with `config`, before any step."""
     task = adapter.load(config.task)
-    return trainer.create_state(
+    return engine_state.create_state(
         cpu_strategy(1), config, task, datasets.train.take(slice(0, 2))
     ).model
 

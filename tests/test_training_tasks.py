@@ -20,7 +20,8 @@ import tensorflow as tf
 from tests.support import ROOT, cpu_strategy, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import stream, trainer
+from tf_mgpu.engine import state as engine_state
+from tf_mgpu.engine import stream
 from tf_mgpu.engine.data import Data, Split
 from tf_mgpu.tasks import adapter, mnist_cnn, mnist_mlp
 
@@ -110,7 +111,9 @@ def test_two_replicas_train_like_one_device_in_float64(mnist, name):
     )
     one = dataclasses.replace(two, batch_size=32)
     sample = datasets.train.take(slice(0, 2))
-    initial = weights(trainer.create_state(cpu_strategy(1), one, adapter.load(task), sample).model)
+    initial = weights(
+        engine_state.create_state(cpu_strategy(1), one, adapter.load(task), sample).model
+    )
     reference = training.run(one, task, strategy=cpu_strategy(1), datasets=datasets)
     moved = max(
         np.abs(a - b).max() for a, b in zip(weights(reference.state.model), initial, strict=True)

@@ -28,7 +28,8 @@ from tf_mgpu.engine import (
     stream,
 )
 from tf_mgpu.engine.data import Data
-from tf_mgpu.engine.trainer import Trainer, TrainState
+from tf_mgpu.engine.state import TrainState
+from tf_mgpu.engine.trainer import Trainer
 from tf_mgpu.errors import Diverged, PeerLost, UserError
 from tf_mgpu.outputs import actions as outputs_actions
 from tf_mgpu.outputs import export, progress, report, summary, tensorboard

@@ -46,7 +46,7 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
     """UserError unless the model's inputs take examples shaped like `x`'s.
 
     A model without declared inputs (a subclassed model) is checked by
-    calling it instead; see `tf_mgpu.engine.trainer.create_state`.
+    calling it instead; see `tf_mgpu.engine.state.create_state`.
     """
     inputs = getattr(model, "inputs", None)
     if not inputs:

@@ -1,0 +1,118 @@
+"""The training state of any task: what training changes, built in the strategy's scope,
+and each replica's own random streams.
+"""
+
+import contextlib
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from tf_mgpu.config import Config
+from tf_mgpu.engine import data, metrics, objective
+from tf_mgpu.engine.task import Task, check_inputs, output_float32
+from tf_mgpu.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainState:
+    """Everything training changes. `epoch` counts finished epochs and training
+    continues from it; with the seed it fixes which examples come next (see
+    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps."""
+
+    model: keras.Model
+    optimizer: keras.optimizers.Optimizer
+    objective: objective.Objective
+    epoch: tf.Variable
+    train_sums: metrics.Sums
+    test_sums: metrics.Sums
+
+    def random_states(self) -> list:
+        """The model's random-number states, which are not weights: one per Keras
+        SeedGenerator (a Dropout layer's, say). See `replica_streams`."""
+        weights = {id(w) for w in self.model.weights}
+        return [v for v in self.model.variables if id(v) not in weights]
+
+    def variables(self) -> list:
+        """Every variable that must agree across replicas."""
+        return [*self.model.weights, *self.random_states(), *self.optimizer.variables, self.epoch]
+
+    def checkpointed(self) -> dict:
+        """What a checkpoint holds: everything training changes, and the epoch's metric sums.
+
+        Not the learning rate: it comes from the flags, so a resumed run may change it.
+        The random states are there when the model has any, so that a resumed run draws
+        the dropout masks the uninterrupted one would have drawn.
+        """
+        held = {
+            "weights": list(self.model.weights),
+            "optimizer": [v for v in self.optimizer.variables if "learning_rate" not in v.path],
+            "epoch": self.epoch,
+            "train_sums": self.train_sums.variables(),
+        }
+        if self.random_states():
+            held["random"] = self.random_states()
+        return held
+
+
+def create_state(
+    strategy: tf.distribute.Strategy, config: Config, task: Task, sample: data.Split
+) -> TrainState:
+    """Builds the task's compiled model, its optimizer and the counters in `strategy.scope()`,
+    so they are mirrored. `sample` (a few training examples) checks the model's inputs."""
+    keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(config.dtype)
+    with strategy.scope():
+        net = task.build_model()
+        if not isinstance(net, keras.Model):
+            raise UserError(
+                f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
+            )
+        found = objective.from_compiled(net, sample.y.shape[1:], task.where)
+        check_inputs(net, sample.x, task.where)
+        # Also builds a subclassed model's variables, which exist after a first call.
+        y_pred = output_float32(net(task.preprocess(sample.x), training=False))
+        if found.loss(tf.constant(sample.y), y_pred).shape.rank == 0:
+            raise UserError(
+                f"{task.where}: the compiled loss returns one value per batch, not one per "
+                f"example; return the per-example values (no mean over the batch): tf_mgpu "
+                f"reduces them over the global batch, however it is split over replicas"
+            )
+        net.optimizer.build(net.trainable_variables)
+        return TrainState(
+            model=net,
+            optimizer=net.optimizer,
+            objective=found,
+            epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
+            train_sums=metrics.Sums("train", found.metrics),
+            test_sums=metrics.Sums("test", found.metrics),
+        )
+
+
+# Apart from the seeds Keras draws (1 to 1e9), so no replica's stream is another layer's.
+STREAM_STRIDE = 2_654_435_761
+
+
+@contextlib.contextmanager
+def replica_streams(state: TrainState):
+    """Each replica draws its own random numbers (dropout masks) inside the block.
+
+    A Keras SeedGenerator's state [seed, counter] is a variable that every
+    replica updates alone (aggregation "none"), so N replicas would draw N
+    copies of one mask. Inside the block replica r draws from seed + r x
+    stride instead; after it the state is what one device's would be, the
+    same on every replica, so it stays reproducible from --seed and fits a
+    checkpoint.
+    """
+    context = tf.distribute.get_replica_context()
+    states = state.random_states()
+    if not states or context is None or context.num_replicas_in_sync == 1:
+        yield
+        return
+    replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+    shift = tf.stack([replica * STREAM_STRIDE, tf.constant(0, tf.int64)])
+    for variable in states:
+        variable.assign_add(tf.cast(shift, variable.dtype))
+    yield
+    for variable in states:
+        variable.assign_sub(tf.cast(shift, variable.dtype))
