@@ -53,7 +53,7 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
     cold = tmp_path / "runs" / "round1" / "tf_mgpu_cold" / "tfds"
     assert (cold / "mnist").is_symlink(), list(cold.iterdir())
     assert (cold / "tf_mgpu_cache").is_dir(), list(cold.iterdir())
-    assert "warm-up run (untimed" in out, out
+    assert "warm-up (untimed, one epoch each; s): tf_mgpu " in out, out
     assert "end-to-end wall, first run, tf_mgpu_cold / seed_torch" in out, out
     assert {row["probe"] for row in report["startup"]} == {
         "help",

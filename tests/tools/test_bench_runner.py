@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 from tests.support import mnist_manual_dir
-from tf_mgpu.tools.bench import runner, variants
+from tf_mgpu.tools.bench import runner, startup, variants
 from tf_mgpu.tools.bench.variants import Settings, Variant
 
 
@@ -52,6 +52,35 @@ def test_a_first_run_finds_the_prepared_data_and_none_of_the_caches(tmp_path):
     assert sorted(entry.name for entry in fresh.iterdir()) == ["downloads", "mnist"]
     assert (fresh / "mnist").resolve() == (shared / "mnist").resolve()  # linked, not copied
     assert fresh.parent == tmp_path / "run"
+
+
+def test_a_first_run_data_dir_left_by_an_earlier_bench_is_made_anew(tmp_path):
+    shared = tmp_path / "tfds"
+    (shared / "mnist").mkdir(parents=True)
+    settings = Settings(manual_dir="/m", data_dir=str(shared))
+    fresh = pathlib.Path(runner.first_run_data_dir(settings, tmp_path / "run"))
+    (fresh / "tf_mgpu_cache").mkdir()  # what the first run left
+    again = pathlib.Path(runner.first_run_data_dir(settings, tmp_path / "run"))
+    assert sorted(entry.name for entry in again.iterdir()) == ["mnist"]
+    missing = Settings(manual_dir="/m", data_dir=str(tmp_path / "nothing"))
+    with pytest.raises(runner.RunError, match="cannot make a first run's data dir"):
+        runner.first_run_data_dir(missing, tmp_path / "other")
+
+
+def test_the_warm_up_runs_nothing_for_references_first_runs_or_clusters(tmp_path):
+    (workers, _), _ = variants.mwms_pair(128)
+    skipped = [named("seed_torch"), named("tf_mgpu_cold"), workers]
+    assert runner.warm_up(skipped, Settings(manual_dir="/m"), tmp_path) == {}
+    assert not tmp_path.joinpath("seed_torch").exists()
+
+
+def test_probes_alone_run_with_no_variant(tmp_path):
+    plan = variants.Plan(variants=[], scaling=[], targets=[], probes=["startup"])
+    said = []
+    found = runner.measure(plan, Settings(manual_dir="/m"), 1, tmp_path, said.append)
+    assert not found.failures, found.failures
+    assert sorted(t.probe for t in found.timed) == sorted(p.name for p in startup.PROBES)
+    assert said[-1].startswith("round 1/1  startup (s): "), said
 
 
 def test_a_failed_run_raises_with_its_output(tmp_path):

@@ -90,7 +90,7 @@ def create_state(
 
 
 # Apart from the seeds Keras draws (1 to 1e9), so no replica's stream is another layer's.
-STREAM_STRIDE = 2_654_435_761
+_STREAM_STRIDE = 2_654_435_761
 
 
 @contextlib.contextmanager
@@ -110,7 +110,7 @@ def replica_streams(state: TrainState):
         yield
         return
     replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
-    shift = tf.stack([replica * STREAM_STRIDE, tf.constant(0, tf.int64)])
+    shift = tf.stack([replica * _STREAM_STRIDE, tf.constant(0, tf.int64)])
     for variable in states:
         variable.assign_add(tf.cast(shift, variable.dtype))
     yield

@@ -39,20 +39,24 @@ def measure(task: str, data_dir, manual_dir, train_split: str, test_split: str) 
 
 def step_flops(task: str, data_dir, manual_dir, train_split: str, test_split: str) -> float:
     """FLOP per example of a forward and backward pass of `task`'s model (see above)."""
-    import keras
     import tensorflow as tf
 
-    _, datasets, net, host = task_fit.prepared(task, data_dir, manual_dir, train_split, test_split)
+    from tf_mgpu.engine import objective
+    from tf_mgpu.engine.task import output_float32
+
+    found = task_fit.prepared(task, data_dir, manual_dir, train_split, test_split)
+    record, datasets, net, host = found
     batch = baselines.BATCH_SIZE
     x = tf.nest.map_structure(lambda a: tf.constant(a[:batch]), host(datasets.train.x))
     y = tf.constant(datasets.train.y[:batch])
-    loss_fn = keras.losses.get(net.loss)
+    # The per-example loss tf_mgpu's step takes from the compiled model, on its outputs.
+    loss_fn = objective.from_compiled(net, datasets.train.y.shape[1:], record.where).loss
     variables = net.trainable_variables
 
     @tf.function
     def gradients(x, y):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(loss_fn(y, net(x, training=True)))
+            loss = tf.reduce_sum(loss_fn(y, output_float32(net(x, training=True))))
             loss += tf.add_n(net.losses) if net.losses else 0.0
         return tape.gradient(loss, variables)
 

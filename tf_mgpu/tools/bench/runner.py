@@ -17,6 +17,7 @@ import json
 import os
 import pathlib
 import platform
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,7 +39,7 @@ class RunError(Exception):
 
 def rotated(variants: Sequence[Variant], round_index: int) -> list[Variant]:
     """This round's order: the list rotated left by `round_index` places."""
-    shift = round_index % len(variants)
+    shift = round_index % len(variants) if variants else 0
     return [*variants[shift:], *variants[:shift]]
 
 
@@ -86,9 +87,7 @@ def run_variant(
     if variant.first_run:
         settings = dataclasses.replace(settings, data_dir=first_run_data_dir(settings, run_dir))
     model_dir = run_dir / "model" if variant.main_args is not None else None
-    commands = {variant.name: (command(variant, settings, model_dir), local.environment())}
-    done = local.run_processes(commands, run_dir, settings.timeout)[variant.name]
-    _check(done)
+    done = _run_one(variant.name, command(variant, settings, model_dir), run_dir, settings)
     if model_dir is None:
         return figures.from_result(variant.name, round_index, _result(done), done.seconds)
     summary = _summary(model_dir, done)
@@ -97,24 +96,47 @@ def run_variant(
 
 def first_run_data_dir(settings: Settings, run_dir: pathlib.Path) -> str:
     """A new TFDS data dir in `run_dir` holding what the shared one has prepared (linked, not
-    copied) but none of tf_mgpu's caches: what a user's first run finds."""
+    copied) but none of tf_mgpu's caches: what a user's first run finds. One left by an
+    earlier benchmark in the same --out is made anew (its caches are warm)."""
     shared = pathlib.Path(preflight.tfds_data_dir(settings.data_dir))
     fresh = run_dir / "tfds"
-    fresh.mkdir(parents=True)
-    for entry in shared.iterdir():
-        if entry.name != compile_cache.FOLDER:
-            (fresh / entry.name).symlink_to(entry.resolve())
+    try:
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir(parents=True)
+        for entry in shared.iterdir():
+            if entry.name != compile_cache.FOLDER:
+                (fresh / entry.name).symlink_to(entry.resolve())
+    except OSError as e:
+        raise RunError(f"cannot make a first run's data dir from {shared}: {e}") from None
     return str(fresh)
 
 
-def warm_up(settings: Settings, run_dir: pathlib.Path, echo: Callable[[str], None]) -> None:
-    """One untimed one-epoch run of the defaults: MNIST prepared and the caches filled, so the
-    measured runs are a user's second run (`tf_mgpu_cold` measures the first)."""
-    model_dir = run_dir / "model"
-    argv = command(Variant("warm_up", "", ()), dataclasses.replace(settings, epochs=1), model_dir)
-    done = local.run_processes({"warm_up": (argv, local.environment())}, run_dir, settings.timeout)
-    _check(done["warm_up"])
-    echo(f"warm-up run (untimed, one epoch of the defaults): {done['warm_up'].seconds:.1f} s")
+def warm_up(
+    variants: Sequence[Variant], settings: Settings, runs_dir: pathlib.Path
+) -> dict[str, float]:
+    """One untimed one-epoch run of each single-process tf_mgpu variant (`tf_mgpu_cold` and
+    worker clusters aside): MNIST prepared and every variant's XLA program in the compile
+    cache, so each measured run is a user's second run, in round 1 as in the others
+    (`tf_mgpu_cold` measures the first). Returns each warm-up's seconds; RunError if one fails.
+    """
+    one_epoch = dataclasses.replace(settings, epochs=1)
+    seconds = {}
+    for variant in variants:
+        if variant.main_args is None or variant.first_run or variant.workers > 1:
+            continue
+        run_dir = runs_dir / variant.name
+        argv = command(variant, one_epoch, run_dir / "model")
+        seconds[variant.name] = _run_one(variant.name, argv, run_dir, settings).seconds
+    return seconds
+
+
+def _run_one(
+    name: str, argv: list[str], run_dir: pathlib.Path, settings: Settings
+) -> local.Finished:
+    """Runs `argv` as one process logging into `run_dir`; RunError unless it exits 0."""
+    done = local.run_processes({name: (argv, local.environment())}, run_dir, settings.timeout)
+    _check(done[name])
+    return done[name]
 
 
 def _run_cluster(
@@ -240,12 +262,14 @@ def measure(
 ) -> Found:
     """The warm-up, then per round the probes and every variant once, in `rotated` order."""
     found = Found()
-    if any(variant.main_args is not None for variant in plan.variants):
-        try:
-            warm_up(settings, runs_dir / "warm_up", echo)
-        except RunError as e:
-            found.failed("warm_up", 0, str(e))
-            echo(f"warm-up FAILED (logs in {runs_dir / 'warm_up'})\n{e}")
+    try:
+        warmed = warm_up(plan.variants, settings, runs_dir / "warm_up")
+        if warmed:
+            each = ", ".join(f"{name} {seconds:.1f}" for name, seconds in warmed.items())
+            echo(f"warm-up (untimed, one epoch each; s): {each}")
+    except RunError as e:
+        found.failed("warm_up", 0, str(e))
+        echo(f"warm-up FAILED (logs in {runs_dir / 'warm_up'})\n{e}")
     for round_index in range(rounds):
         round_dir = runs_dir / f"round{round_index + 1}"
         label = f"round {round_index + 1}/{rounds}  "
@@ -283,10 +307,8 @@ def _probe_startup(found: Found, round_index: int, folder: pathlib.Path, label: 
 
 def _probe_compute(found: Found, settings: Settings, round_index: int, run_dir, label, echo):
     argv = command(Variant("compute", ""), settings, None)
-    done = local.run_processes({"compute": (argv, local.environment())}, run_dir, settings.timeout)
     try:
-        _check(done["compute"])
-        result = _result(done["compute"])
+        result = _result(_run_one("compute", argv, run_dir, settings))
     except RunError as e:
         found.failed("compute", round_index, str(e))
         echo(f"{label}compute FAILED (logs in {run_dir})\n{e}")

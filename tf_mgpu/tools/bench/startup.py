@@ -2,8 +2,10 @@
 
 Each probe is one fresh `python -m tf_mgpu.main` process whose answer needs no
 TensorFlow (issue 15: under 1 s). It is timed from outside, start to exit, and
-must exit with its code: a probe that loaded TensorFlow would take seconds, one
-that answered wrongly fails. This module imports no TensorFlow.
+must exit with its code and say its own line: a probe that loaded TensorFlow
+would take seconds, one that answered wrongly fails. The process runs under
+`subprocess.run`, not `tf_mgpu.cluster.local.run_processes`, whose 20 ms
+polling is coarse against 0.1 s. This module imports no TensorFlow.
 """
 
 import dataclasses
@@ -21,11 +23,13 @@ TARGET_SECONDS = 1.0
 
 @dataclasses.dataclass(frozen=True)
 class Probe:
-    """`python -m tf_mgpu.main *args` with TF_CONFIG `tf_config`, expected to exit `code`."""
+    """`python -m tf_mgpu.main *args` with TF_CONFIG `tf_config`, expected to exit `code`
+    and print `says` (on either stream)."""
 
     name: str
     args: tuple[str, ...]
     code: int
+    says: str
     tf_config: str | None = None
 
     def describe(self) -> str:
@@ -34,13 +38,21 @@ class Probe:
 
 
 PROBES = (
-    Probe("help", ("--help",), errors.EXIT_BUG),  # absl exits 1 after printing help
-    Probe("flag_value", ("--batch_size=0",), errors.EXIT_USAGE),
-    Probe("unknown_flag", ("--batch_sise=64",), errors.EXIT_USAGE),
-    Probe("tf_config", (), errors.EXIT_USER_ERROR, tf_config="not json"),
-    Probe("task_file", ("--task=/nonexistent/task.py",), errors.EXIT_USER_ERROR),
-    Probe("model_dir", ("--model_dir=/dev/null",), errors.EXIT_USER_ERROR),
-    Probe("manual_dir", ("--manual_dir=/nonexistent",), errors.EXIT_USER_ERROR),
+    # absl exits 1 after printing help.
+    Probe("help", ("--help",), errors.EXIT_BUG, "--batch_size: Examples per replica"),
+    Probe("flag_value", ("--batch_size=0",), errors.EXIT_USAGE, "flag --batch_size=0"),
+    Probe("unknown_flag", ("--batch_sise=64",), errors.EXIT_USAGE, "flag 'batch_sise'"),
+    Probe("tf_config", (), errors.EXIT_USER_ERROR, "TF_CONFIG is not valid JSON", "not json"),
+    Probe(
+        "task_file",
+        ("--task=/nonexistent/task.py",),
+        errors.EXIT_USER_ERROR,
+        "--task=/nonexistent/task.py: no such file",
+    ),
+    Probe("model_dir", ("--model_dir=/dev/null",), errors.EXIT_USER_ERROR, "/dev/null is a file"),
+    Probe(
+        "manual_dir", ("--manual_dir=/nonexistent",), errors.EXIT_USER_ERROR, "/nonexistent lacks"
+    ),
 )
 
 
@@ -56,7 +68,7 @@ class ProbeError(Exception):
 
 
 def run(probe: Probe, round_index: int, data_dir: pathlib.Path, timeout: float = 60.0) -> Timed:
-    """Runs `probe` once with the TFDS data dir `data_dir`; ProbeError if its exit code is off."""
+    """Runs `probe` once with the TFDS data dir `data_dir`; ProbeError if it answers otherwise."""
     argv = [sys.executable, "-m", "tf_mgpu.main", f"--data_dir={data_dir}", *probe.args]
     began = time.perf_counter()
     done = subprocess.run(
@@ -67,10 +79,10 @@ def run(probe: Probe, round_index: int, data_dir: pathlib.Path, timeout: float =
         timeout=timeout,
     )
     seconds = time.perf_counter() - began
-    if done.returncode != probe.code:
+    if done.returncode != probe.code or probe.says not in done.stdout + done.stderr:
         raise ProbeError(
-            f"{probe.describe()}: exit {done.returncode}, expected {probe.code}\n"
-            f"{done.stderr[-2000:]}"
+            f"{probe.describe()}: exit {done.returncode}, expected {probe.code} and "
+            f"{probe.says!r}\n{done.stderr[-2000:]}"
         )
     return Timed(probe.name, round_index, seconds)
 

@@ -167,7 +167,8 @@ def _align(titles: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def write(report: dict, out: pathlib.Path) -> list[pathlib.Path]:
-    """Writes bench.json (everything) and table.csv, scaling.csv, targets.csv into `out`."""
+    """Writes bench.json (everything) and table.csv, scaling.csv, targets.csv and startup.csv
+    (those that have rows) into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "bench.json"]
     paths[0].write_text(json.dumps(report, indent=2) + "\n")

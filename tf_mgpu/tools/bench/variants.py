@@ -21,7 +21,7 @@ FIGURES = (
     "peak_memory_mib",
 )
 MWMS_BATCHES = (128, 512, 2048)
-PROBES = ("startup", "compute")
+PROBE_NAMES = ("startup", "compute")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,7 +238,7 @@ class Plan:
     variants: list[Variant]
     scaling: list[Comparison]
     targets: list[Comparison]
-    probes: list[str]  # of PROBES
+    probes: list[str]  # of PROBE_NAMES
 
 
 def select(
@@ -260,13 +260,13 @@ def select(
     }
     pairs.update({f"mwms_{g}": mwms_pair(g) for g in mwms_batches})
     table = {variant.name: variant for variant in (TABLE if task == "mnist_mlp" else TASK_TABLE)}
-    known = [*table, *pairs, *PROBES]
+    known = [*table, *pairs, *PROBE_NAMES]
     names = list(only) if only else known
     unknown = [name for name in names if name not in known]
     if unknown:
         raise UserError(f"--only: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
     variants = {}
-    for name in (name for name in names if name not in PROBES):
+    for name in (name for name in names if name not in PROBE_NAMES):
         for variant in pairs[name][0] if name in pairs else [table[name]]:
             variants.setdefault(variant.name, variant)
     scaling = [pairs[name][1] for name in names if name in pairs]
@@ -278,5 +278,5 @@ def select(
         variants=list(variants.values()),
         scaling=scaling,
         targets=[t for t in targets if {t.a, t.b} <= set(variants)],
-        probes=[name for name in PROBES if name in names],
+        probes=[name for name in PROBE_NAMES if name in names],
     )
