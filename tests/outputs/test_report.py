@@ -75,11 +75,21 @@ def test_a_resumed_run_keeps_the_epochs_its_checkpoint_holds_and_no_later_ones(t
     assert [r["epoch"] for r in logged] == [1, 2, 3]
 
 
-def test_outputs_refuse_nan_rather_than_write_invalid_json(tmp_path):
+def test_outputs_write_a_non_finite_value_as_null_never_as_invalid_json(tmp_path):
     outputs = report.Outputs(str(tmp_path))
     outputs.begin(None)
-    with pytest.raises(ValueError, match="JSON"):
-        outputs.epoch({**RECORD, "train_loss": float("nan")})
+    outputs.epoch({**RECORD, "train_loss": float("nan"), "test_loss": float("inf")})
+    outputs.summary({"learning_rate": float("nan"), "history": [{"x": -float("inf")}]})
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    line = (tmp_path / report.METRICS).read_text()
+    record = json.loads(line, parse_constant=refuse)
+    assert record["train_loss"] is None
+    assert record["test_loss"] is None
+    summary = json.loads((tmp_path / report.SUMMARY).read_text(), parse_constant=refuse)
+    assert summary == {"learning_rate": None, "history": [{"x": None}]}
 
 
 def test_clean_deletes_only_this_programs_files(tmp_path):

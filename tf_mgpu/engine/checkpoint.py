@@ -34,6 +34,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from tf_mgpu import strict_json
 from tf_mgpu.errors import UserError
 
 DIRECTORY = "checkpoints"
@@ -246,7 +247,7 @@ def _os_reason(message: str) -> str:
 def _write_json(path: str, value: dict) -> None:
     partial = path + ".partial"
     with open(partial, "w") as f:
-        f.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
+        f.write(strict_json.dumps(value, indent=2) + "\n")
     os.replace(partial, path)
 
 

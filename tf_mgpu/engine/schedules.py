@@ -53,13 +53,43 @@ def learning_rate(
     return LinearWarmup(base, peak, warmup_steps)
 
 
-def peak_rate(rate) -> float:
-    """The largest rate a float or LinearWarmup reaches; NaN for another schedule."""
+def peak_rate(rate) -> float | None:
+    """The largest rate a float or LinearWarmup reaches; None for another schedule or a
+    callable, whose peak only running it would tell (see `describe`)."""
     if isinstance(rate, LinearWarmup):
         return rate.peak
-    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
-        return float("nan")
+    if callable(rate):
+        return None
     return float(rate)
+
+
+def describe(rate) -> dict:
+    """How the summary records the rate: `learning_rate` (the peak where known) and, for a
+    schedule or a callable, `learning_rate_schedule`: Keras's own serialized form of it,
+    or the callable's name."""
+    described = {"learning_rate": peak_rate(rate)}
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        described["learning_rate_schedule"] = keras.saving.serialize_keras_object(rate)
+    elif callable(rate):
+        described["learning_rate_schedule"] = {
+            "callable": getattr(rate, "__qualname__", type(rate).__name__)
+        }
+    return described
+
+
+def rate_at(rate, step: int) -> float:
+    """The rate at optimizer step `step`; a callable (Keras calls it with no argument)
+    gives its current value."""
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        return float(rate(step))
+    if callable(rate):
+        return float(rate())
+    return float(rate)
+
+
+def inner(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    """The optimizer that holds the rate: a LossScaleOptimizer's inner one, or itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
 
 
 def apply(
@@ -72,12 +102,13 @@ def apply(
     where: str,
 ):
     """Sets the run's rate on the compiled `optimizer` when the flags ask; returns the rate."""
-    compiled = optimizer._learning_rate  # the float variable or the schedule, as compiled
+    optimizer = inner(optimizer)
+    compiled = optimizer._learning_rate  # the float variable, a schedule or a callable
     if config.learning_rate is None and not config.scale_lr:
-        if isinstance(compiled, keras.optimizers.schedules.LearningRateSchedule):
+        if callable(compiled):  # a schedule or a function; the float is a keras.Variable
             return compiled
         return float(compiled.numpy())
-    if isinstance(compiled, keras.optimizers.schedules.LearningRateSchedule):
+    if callable(compiled):  # a schedule or a function; the float is a keras.Variable
         raise UserError(
             f"{where}: the compiled optimizer follows a learning rate schedule "
             f"({type(compiled).__name__}), which --learning_rate and --scale_lr cannot "

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_mgpu import strict_json
 from tf_mgpu.cluster import preflight
 from tf_mgpu.config import Config
 from tf_mgpu.engine import checkpoint, strategies
@@ -204,14 +205,29 @@ class Outputs:
 
     def summary(self, summary: dict) -> None:
         if self.model_dir is not None:
-            _write(self._path(SUMMARY), json.dumps(summary, indent=2, allow_nan=False) + "\n")
+            _write(self._path(SUMMARY), strict_json.dumps(summary, indent=2) + "\n")
+
+    def export_unfinished(self) -> bool:
+        """Whether the summary says the export started and never finished: `exports` is
+        written empty before exporting and lists what was written after."""
+        if self.model_dir is None or not os.path.exists(self._path(SUMMARY)):
+            return False
+        with open(self._path(SUMMARY)) as f:
+            exports = json.load(f).get("exports")
+        return exports is not None and not (exports and all(map(os.path.exists, exports)))
+
+    def exported(self, paths: list[str]) -> None:
+        """Records in the summary what the export wrote."""
+        with open(self._path(SUMMARY)) as f:
+            recorded = json.load(f)
+        self.summary({**recorded, "exports": paths})
 
     def _path(self, name: str) -> str:
         return os.path.join(self.model_dir, name)
 
 
 def _json_line(record: dict) -> str:
-    return json.dumps(record, allow_nan=False) + "\n"
+    return strict_json.dumps(record) + "\n"
 
 
 def _write(path: str, text: str) -> None:

@@ -20,7 +20,8 @@ def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) 
         "accumulation_steps": config.accumulation_steps,
         "global_batch": trainer.global_batch,
         "learning_rate": trainer.rate_at(0),
-        "peak_learning_rate": schedules.peak_rate(trainer.learning_rate),
+        # TensorBoard's HParams take numbers: NaN where no peak is known (a schedule).
+        "peak_learning_rate": _or_nan(schedules.peak_rate(trainer.learning_rate)),
         "task": trainer.task.name,
         "scale_lr": config.scale_lr,
         "warmup_epochs": config.warmup_epochs,
@@ -28,7 +29,7 @@ def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) 
         "seed": config.seed,
         "train_split": config.train_split,
         "input": config.input,
-        "dtype": config.dtype,
+        "dtype": trainer.state.model.dtype_policy.name,  # build_model may set its own
         "steps_per_loop": config.steps_per_loop,
         "xla": trainer.jit_scope,
     }
@@ -53,8 +54,9 @@ def summary(
         "accumulation_steps": config.accumulation_steps,
         "global_batch": trainer.global_batch,
         "steps_per_epoch": trainer.train_steps,
-        "learning_rate": schedules.peak_rate(trainer.learning_rate),
+        **schedules.describe(trainer.learning_rate),
         "task_name": trainer.task.name,
+        "dtype": trainer.state.model.dtype_policy.name,
         "xla": trainer.jit_scope,
         "xla_reason": trainer.jit.reason,
         "config": dataclasses.asdict(config),
@@ -70,3 +72,7 @@ def summary(
         "versions": report.versions(),
         **report.memory_use(),
     }
+
+
+def _or_nan(value: float | None) -> float:
+    return float("nan") if value is None else value

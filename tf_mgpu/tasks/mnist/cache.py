@@ -20,7 +20,7 @@ import tempfile
 
 import numpy as np
 
-from tf_mgpu import compile_cache
+from tf_mgpu import compile_cache, strict_json
 from tf_mgpu.engine.data import Split
 from tf_mgpu.tasks.mnist import splits
 
@@ -86,7 +86,7 @@ def write(builder, splits: dict[str, Split]) -> None:
     try:
         os.makedirs(os.path.dirname(file), exist_ok=True)
         _replace(file, blob)
-        _replace(file + ".json", json.dumps(recorded).encode())
+        _replace(file + ".json", strict_json.dumps(recorded).encode())
     except OSError:
         pass
 

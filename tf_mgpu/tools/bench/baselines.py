@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from tf_mgpu import strict_json
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import splits
 
@@ -67,7 +68,7 @@ def run(
 
 def result_line(result: dict) -> str:
     """The one line a reference process prints for the benchmark to parse."""
-    return RESULT_PREFIX + json.dumps(result)
+    return RESULT_PREFIX + strict_json.dumps(result)
 
 
 def parse_result(stdout: str) -> dict:

@@ -1,10 +1,10 @@
 """The benchmark's report as text (the tables a run prints) and as files (JSON, CSV)."""
 
 import csv
-import json
 import pathlib
 from collections.abc import Sequence
 
+from tf_mgpu import strict_json
 from tf_mgpu.tools.bench.figures import Measurement
 from tf_mgpu.tools.bench.variants import Settings
 
@@ -171,7 +171,7 @@ def write(report: dict, out: pathlib.Path) -> list[pathlib.Path]:
     (those that have rows) into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "bench.json"]
-    paths[0].write_text(json.dumps(report, indent=2) + "\n")
+    paths[0].write_text(strict_json.dumps(report, indent=2) + "\n")
     for name in ("table", "scaling", "targets", "startup"):
         if report.get(name):
             paths.append(out / f"{name}.csv")

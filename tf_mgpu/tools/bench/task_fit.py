@@ -34,7 +34,7 @@ def prepared(task: str, data_dir, manual_dir, train_split: str, test_split: str)
     )
     datasets = stream.materialized(record.load_data(config))  # fit gets arrays
     keras.utils.set_random_seed(config.seed)
-    keras.config.set_dtype_policy(config.dtype)  # as tf_mgpu builds it: float32
+    keras.config.set_dtype_policy(record.dtype)  # as tf_mgpu builds it: the task's policy
     net = record.build_model()
 
     def host(x):  # the task's preprocess (identity unless it defines one), on the host

@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
 
+from tf_mgpu import strict_json
 from tf_mgpu.cluster import local
 from tf_mgpu.tools.sweep import scaling
 
@@ -196,7 +197,7 @@ class Runner:
                 print(f"sweep: the {kind} all-reduce measurement failed\n{first.tail()}")
             else:
                 results[kind] = result
-        (self.out_dir / ALLREDUCE).write_text(json.dumps(results, indent=2) + "\n")
+        (self.out_dir / ALLREDUCE).write_text(strict_json.dumps(results, indent=2) + "\n")
         return results
 
     def _allreduce_commands(self, kind: str, command: list[str]) -> dict:

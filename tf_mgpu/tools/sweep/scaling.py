@@ -33,6 +33,8 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from tf_mgpu import strict_json
+
 # The seed's network: Dense(784 -> 128) and Dense(128 -> 10), weights and biases.
 GRADIENT_SHAPES = ((784, 128), (128,), (128, 10), (10,))
 PARAMETERS = sum(math.prod(shape) for shape in GRADIENT_SHAPES)  # 101,770
@@ -387,7 +389,7 @@ def measure_allreduce(strategy_name: str, *, calls: int, per_call: int):
         "calls": calls,
         "per_call": per_call,
     }
-    return ALLREDUCE_LINE + json.dumps(result)
+    return ALLREDUCE_LINE + strict_json.dumps(result)
 
 
 def parse_allreduce_line(stdout: str) -> dict | None:
