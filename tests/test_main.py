@@ -55,7 +55,7 @@ def test_helpfull_explains_every_flag():
         (["--learning_rate=nan"], "learning_rate must be a positive finite number"),
         (["--batch_size=abc"], "batch_size"),
         (["--jit_compile=maybe"], "jit_compile"),
-        (["--dtype=float16"], "<float32|mixed_bfloat16|float64>"),
+        (["--dtype=float16"], "<float32|mixed_bfloat16|mixed_float16|float64>"),
         (["--startup_timeout=inf"], "startup_timeout must be a finite number"),
         (["--peer_timeout=0"], "peer_timeout"),
         (["--warmup_epochs=nan"], "warmup_epochs must be a finite number"),

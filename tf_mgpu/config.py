@@ -4,7 +4,7 @@ import dataclasses
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
 INPUTS = ("resident", "stream")
-DTYPES = ("float32", "mixed_bfloat16", "float64")
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16", "float64")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +43,9 @@ class Config:
     # (see tf_mgpu.engine.jit).
     jit_compile: bool | str = "auto"
     input: str = "resident"  # or "stream": tf.data pipelines
-    dtype: str = "float32"  # or "mixed_bfloat16", or "float64" (exact comparisons)
+    # A Keras dtype policy (DTYPES; float64 for exact comparisons), or None: the policy
+    # the task file sets at import (float32 if it sets none).
+    dtype: str | None = None
     # Batch and memory.
     accumulation_steps: int = 1  # micro-batches per optimizer step
     scale_lr: bool = False  # linear scaling rule: lr x global batch / the task's reference batch

@@ -125,7 +125,9 @@ def _measure(work, model: str, strategy, test) -> dict:
 
     with strategy.scope():
         net = export.load(model)
-    found = objective.from_compiled(net, test.y.shape[1:], f"--model={model}")
+    first = test.take(slice(0, 2))
+    shape = objective.output_shape(net, work.preprocess(first.x))
+    found = objective.from_compiled(net, test.y.shape[1:], shape, f"--model={model}")
     return evaluation.evaluate(
         strategy,
         lambda x: net(x, training=False),

@@ -162,9 +162,11 @@ _INPUT = flags.DEFINE_enum(
 )
 _DTYPE = flags.DEFINE_enum(
     "dtype",
-    "float32",
+    None,
     DTYPES,
-    "Compute dtype: mixed_bfloat16 computes in bfloat16 and keeps float32 weights.",
+    "Keras dtype policy: mixed_bfloat16 and mixed_float16 compute in 16 bits and keep "
+    "float32 weights (mixed_float16 with dynamic loss scaling). Default: the policy the "
+    "task file sets (keras.config.set_dtype_policy), else float32.",
 )
 _ACCUMULATION_STEPS = flags.DEFINE_integer(
     "accumulation_steps",

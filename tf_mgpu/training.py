@@ -102,10 +102,13 @@ def run(
     outputs.check()
     preflight.strategy(config.strategy, node, config.num_cpu_devices)
     with clock.phase("build"):
-        work = adapter.load(config.task if task is None else task)
-        if strategy is None:
+        if strategy is None:  # before the task file runs: it may create TensorFlow objects
             devices.grow_gpu_memory(config.memory_growth)
             devices.split_cpu(config.num_cpu_devices)
+        work = adapter.load(config.task if task is None else task)
+        # --dtype, else the policy the task file set (float32 if none).
+        config = dataclasses.replace(config, dtype=config.dtype or work.dtype)
+        if strategy is None:
             supervisor.notify("joining")
             strategy = strategies.create(config.strategy, node)
             supervisor.notify("joined")
@@ -139,6 +142,14 @@ def _train(run: _Run) -> Result | None:
         history = _resume(run)
     epoch, _ = trainer.position()
     if epoch >= config.epochs:
+        if run.outputs.export_unfinished():  # the chief, after an export that failed
+            with clock.phase("export"):
+                paths = _export(trainer, run.outputs.model_dir)
+            run.outputs.exported(paths)
+            run.chief_print(
+                f"tf_mgpu export: the last run's export had not finished; wrote {', '.join(paths)}",
+                flush=True,
+            )
         run.chief_print(
             f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs "
             f"(--epochs={config.epochs}); nothing to train. Raise --epochs to train on, or "
@@ -207,10 +218,16 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Re
     try:
         with run.clock.phase("export"):
             run.outputs.weights(trainer.state.model)
-            if run.outputs.model_dir is not None:  # the chief
-                (trainer.task.export or export.save)(trainer.state.model, run.outputs.model_dir)
+        # The summary comes first, saying the export has not finished: an export that
+        # fails (the user's get_config, say) loses nothing, and a rerun exports again.
+        facts["exports"] = []
         facts["seconds"] = run.clock.breakdown()
         run.outputs.summary(facts)
+        if run.outputs.model_dir is not None:  # the chief
+            with run.clock.phase("export"):
+                facts["exports"] = _export(trainer, run.outputs.model_dir)
+            facts["seconds"] = run.clock.breakdown()
+            run.outputs.summary(facts)
     except OSError as e:
         raise UserError(
             saving.checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
@@ -219,6 +236,11 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Re
     run.chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
     run.chief_print(timing.line(facts["seconds"]), flush=True)
     return Result(summary=facts, state=trainer.state)
+
+
+def _export(trainer: Trainer, model_dir: str) -> list[str]:
+    """The task's exports of the trained model; returns the paths written."""
+    return (trainer.task.export or export.save)(trainer.state.model, model_dir)
 
 
 @contextlib.contextmanager

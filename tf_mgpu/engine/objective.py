@@ -37,8 +37,12 @@ class Objective:
     sparse_classes: int | None = None
 
 
-def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
-    """The objective `model.compile` set; `y_shape` is one label's shape (for 'accuracy').
+def from_compiled(
+    model: keras.Model, y_shape: tuple, y_pred_shape: tuple | None, where: str
+) -> Objective:
+    """The objective `model.compile` set; `y_shape` is one label's shape and `y_pred_shape`
+    one output's (None for several outputs), which choose what 'accuracy' means, as
+    Keras does from the first batch.
 
     `where` names the task in the errors, which are one line each.
     """
@@ -53,8 +57,6 @@ def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
             f"with one loss (one output); combine them into one loss function"
         )
     loss = _loss_function(model.loss)
-    outputs = getattr(model, "outputs", None) or []
-    y_pred_shape = tuple(outputs[0].shape[1:]) if len(outputs) == 1 else None
     metrics = {}
     for given in compiled_metrics(model):
         name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
@@ -63,6 +65,13 @@ def from_compiled(model: keras.Model, y_shape: tuple, where: str) -> Objective:
     return Objective(
         loss=loss, metrics=metrics, sparse_classes=y_pred_shape[-1] if sparse else None
     )
+
+
+def output_shape(model: keras.Model, x) -> tuple | None:
+    """One output's shape from calling `model` on the examples `x` (a subclassed model
+    declares none), or None for several outputs."""
+    y_pred = model(x, training=False)
+    return tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
 
 
 def _is_sparse_categorical(given) -> bool:

@@ -18,7 +18,9 @@ from tf_mgpu.errors import UserError
 class TrainState:
     """Everything training changes. `epoch` counts finished epochs and training
     continues from it; with the seed it fixes which examples come next (see
-    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps."""
+    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps, except where the
+    optimizer may skip one (a LossScaleOptimizer skips steps whose scaled gradient
+    overflows): then `steps` counts them."""
 
     model: keras.Model
     optimizer: keras.optimizers.Optimizer
@@ -26,6 +28,7 @@ class TrainState:
     epoch: tf.Variable
     train_sums: metrics.Sums
     test_sums: metrics.Sums
+    steps: tf.Variable | None = None
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
@@ -35,7 +38,8 @@ class TrainState:
 
     def variables(self) -> list:
         """Every variable that must agree across replicas."""
-        return [*self.model.weights, *self.random_states(), *self.optimizer.variables, self.epoch]
+        counters = [self.epoch] if self.steps is None else [self.epoch, self.steps]
+        return [*self.model.weights, *self.random_states(), *self.optimizer.variables, *counters]
 
     def checkpointed(self) -> dict:
         """What a checkpoint holds: everything training changes, and the epoch's metric sums.
@@ -52,6 +56,8 @@ class TrainState:
         }
         if self.random_states():
             held["random"] = self.random_states()
+        if self.steps is not None:
+            held["steps"] = self.steps
         return held
 
 
@@ -61,17 +67,27 @@ def create_state(
     """Builds the task's compiled model, its optimizer and the counters in `strategy.scope()`,
     so they are mirrored. `sample` (a few training examples) checks the model's inputs."""
     keras.utils.set_random_seed(config.seed)
-    keras.config.set_dtype_policy(config.dtype)
+    policy = keras.config.dtype_policy()  # the run's policy is its model's, not the process's
+    keras.config.set_dtype_policy(config.dtype or "float32")
+    try:
+        return _create_state(strategy, task, sample)
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Split) -> TrainState:
     with strategy.scope():
         net = task.build_model()
         if not isinstance(net, keras.Model):
             raise UserError(
                 f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
             )
-        found = objective.from_compiled(net, sample.y.shape[1:], task.where)
+        _refuse_own_step(net, task.where)
         check_inputs(net, sample.x, task.where)
         # Also builds a subclassed model's variables, which exist after a first call.
         y_pred = output_float32(net(task.preprocess(sample.x), training=False))
+        y_pred_shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
+        found = objective.from_compiled(net, sample.y.shape[1:], y_pred_shape, task.where)
         if found.loss(tf.constant(sample.y), y_pred).shape.rank == 0:
             raise UserError(
                 f"{task.where}: the compiled loss returns one value per batch, not one per "
@@ -79,6 +95,7 @@ def create_state(
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
+        skips = isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
         return TrainState(
             model=net,
             optimizer=net.optimizer,
@@ -86,7 +103,32 @@ def create_state(
             epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
             train_sums=metrics.Sums("train", found.metrics),
             test_sums=metrics.Sums("test", found.metrics),
+            steps=_step_counter() if skips else None,
         )
+
+
+def _refuse_own_step(net: keras.Model, where: str) -> None:
+    """UserError for a model class that overrides how Keras trains it: tf_mgpu's step
+    would ignore the override (its own train_step is not run yet)."""
+    for method in ("train_step", "compute_loss", "test_step"):
+        if getattr(type(net), method) is not getattr(keras.Model, method):
+            raise UserError(
+                f"{where}: {type(net).__name__} overrides {method}(), which tf_mgpu does not "
+                f"run yet (it would train the compiled loss and ignore the override); move "
+                f"the extra loss terms into the model with self.add_loss(...), or train "
+                f"this model with Keras fit"
+            )
+
+
+def _step_counter() -> tf.Variable:
+    """Steps taken, counted by the replica steps (replica 0's count stands for all)."""
+    return tf.Variable(
+        0,
+        dtype=tf.int64,
+        trainable=False,
+        name="steps",
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
 
 
 # Apart from the seeds Keras draws (1 to 1e9), so no replica's stream is another layer's.

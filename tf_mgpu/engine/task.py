@@ -30,7 +30,9 @@ class Task:
     in memory). `reference_batch` is the batch the compiled learning rate
     was tuned for (`--scale_lr`); None means the per-replica batch.
     `export(trained, model_dir)` writes the model's exports; None: the
-    default (`tf_mgpu.outputs.export.save`).
+    default (`tf_mgpu.outputs.export.save`). `dtype` is the Keras dtype policy
+    the task set when it was loaded (a file's `keras.config.set_dtype_policy`
+    at import), used unless `--dtype` says otherwise.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Task:
     preprocess: Callable = data.identity
     reference_batch: int | None = None
     export: Callable[[keras.Model, str], list[str]] | None = None
+    dtype: str = "float32"
 
 
 def check_inputs(model: keras.Model, x, where: str) -> None:

@@ -36,8 +36,11 @@ def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x,
         if regularization is not None:  # once per step over all replicas
             loss += tf.nn.scale_regularization_loss(regularization) / accumulation_steps
             per_example += regularization  # reported as Keras reports it
+        # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
+        # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
+        scaled = state.optimizer.scale_loss(loss)
     state.train_sums.update(per_example, y, y_pred)
-    return tape.gradient(loss, state.model.trainable_variables), tf.math.is_finite(loss)
+    return tape.gradient(scaled, state.model.trainable_variables), tf.math.is_finite(loss)
 
 
 def replica_train_step(
@@ -72,8 +75,40 @@ def replica_train_step(
             add,
             (tf.constant(0), [tf.zeros_like(v) for v in variables], tf.constant(True)),
         )
+    if _reduces_first(state.optimizer):
+        grads = _global_on_first_replica(grads)
     state.optimizer.apply_gradients(zip(grads, variables, strict=True))
+    if state.steps is not None:
+        state.steps.assign_add(1)
     return finite
+
+
+def _reduces_first(optimizer) -> bool:
+    """Whether the optimizer must see the global batch's gradient, not this replica's share.
+
+    Keras's optimizer clips each replica's share before it sums them, and a
+    LossScaleOptimizer decides to skip a step from the first local replica's
+    share: neither is what one device does (nor, for the skip, agreed between
+    workers). Given the global gradient, both act as on one device.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return False
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    clips = inner.clipnorm or inner.global_clipnorm or inner.clipvalue
+    return bool(clips) or inner is not optimizer
+
+
+def _global_on_first_replica(grads: list) -> list:
+    """The global gradient on replica 0 and `g * 0` on the others, so that the optimizer,
+    which sums what every replica hands it, applies exactly the global gradient
+    (`g + 0 + ... + 0 == g`), clips and checks it where replica 0 holds all of it, and
+    every replica sees a non-finite gradient as non-finite (`inf * 0` is NaN)."""
+    context = tf.distribute.get_replica_context()
+    dense = [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices of an embedding too
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, dense)
+    first = tf.equal(context.replica_id_in_sync_group, 0)
+    return [g * tf.cast(first, g.dtype) for g in total]
 
 
 def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
@@ -138,8 +173,11 @@ class Trainer:
         self._weights_finite = weights_finite
 
     def step(self) -> int:
-        """Optimizer steps taken so far, over every epoch."""
-        return int(self.state.optimizer.iterations.numpy())
+        """Training steps taken so far, over every epoch."""
+        counter = (
+            self.state.steps if self.state.steps is not None else self.state.optimizer.iterations
+        )
+        return int(counter.numpy())
 
     def position(self) -> tuple[int, int]:
         """(finished epochs, steps taken in the current epoch)."""
@@ -150,8 +188,7 @@ class Trainer:
         return bool(self._weights_finite())
 
     def rate_at(self, step: int) -> float:
-        rate = self.learning_rate
-        return float(rate(step)) if callable(rate) else float(rate)
+        return schedules.rate_at(self.learning_rate, step)
 
     def _build_loops(self) -> None:
         config, strategy, datasets = self._config, self._strategy, self._datasets

@@ -15,10 +15,12 @@ built-in MNIST tasks do).
 
 import os
 import shutil
+import tempfile
 import zipfile
 from collections.abc import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine import objective
@@ -28,25 +30,42 @@ KERAS = "model.keras"
 SAVED_MODEL = "saved_model"
 
 
-def save(model: keras.Model, model_dir: str) -> list[str]:
+def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
     """Writes a float32 copy of `model` into `model_dir`; returns the paths written.
 
     Call it outside any strategy scope, on the chief only. Raises OSError if
-    the disk refuses.
+    the disk refuses. A subclassed model that cannot be rebuilt from its
+    config (`get_config`) gets a SavedModel of the trained model only, and
+    `say` tells the user in one line (its weights are in model.weights.h5).
     """
-    exported = float32_copy(model)
+    saved_model = os.path.join(model_dir, SAVED_MODEL)
+    try:
+        exported = float32_copy(model)
+    except NotRebuildable as e:
+        say(
+            f"tf_mgpu export: {type(model).__name__} cannot be rebuilt from its config ({e}); "
+            f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: give the class a "
+            f"get_config() returning its __init__ arguments to get {KERAS}"
+        )
+        write_dir(saved_model, lambda folder: model.export(folder, verbose=False))
+        return [saved_model]
     write_keras(exported, model_dir)
-    write_dir(
-        os.path.join(model_dir, SAVED_MODEL), lambda folder: exported.export(folder, verbose=False)
-    )
-    return [os.path.join(model_dir, KERAS), os.path.join(model_dir, SAVED_MODEL)]
+    write_dir(saved_model, lambda folder: exported.export(folder, verbose=False))
+    return [os.path.join(model_dir, KERAS), saved_model]
+
+
+class NotRebuildable(Exception):  # noqa: N818 (an outcome the export handles)
+    """A subclassed model whose class cannot be built again from its config."""
 
 
 def float32_copy(model: keras.Model) -> keras.Model:
-    """A copy of `model` with float32 layers, the trained weights, and the same compile.
+    """A copy of `model` with float32 layers, the trained weights and layer state (a lookup
+    layer's vocabulary), and the same compile.
 
     Its variables are new and outside any strategy, so saving it reads no
     mirrored or sync-on-read variable (reading those can be collective).
+    Sequential and functional models are cloned layer by layer; a subclassed
+    one is rebuilt from its config, as `keras.saving.load_model` would.
     """
     if tf.distribute.has_strategy():
         raise RuntimeError("export outside strategy.scope(): variables made inside are mirrored")
@@ -54,8 +73,17 @@ def float32_copy(model: keras.Model) -> keras.Model:
     def float32_layer(layer):
         return type(layer).from_config({**layer.get_config(), "dtype": "float32"})
 
-    copy = keras.models.clone_model(model, clone_function=float32_layer)
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
+    try:
+        try:
+            copy = keras.models.clone_model(model, clone_function=float32_layer)
+        except ValueError:  # a subclassed model: Keras clones only graphs of layers
+            copy = _rebuilt(model)
+    finally:
+        keras.config.set_dtype_policy(policy)
     copy.set_weights(model.get_weights())
+    _copy_assets(model, copy)
     optimizer = model.optimizer
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
@@ -63,6 +91,52 @@ def float32_copy(model: keras.Model) -> keras.Model:
         metrics=[_fresh(m) for m in objective.compiled_metrics(model)],
     )
     return copy
+
+
+def _rebuilt(model: keras.Model) -> keras.Model:
+    """A subclassed model built anew from its config and called once, as Keras's loading
+    does; NotRebuildable if its class cannot do that."""
+    try:
+        config = {**model.get_config(), "dtype": "float32"}
+        copy = type(model).from_config(config)
+    except (NotImplementedError, TypeError, ValueError) as e:
+        said = " ".join(str(e).split()).split(". ")[0]  # Keras's first sentence says why
+        raise NotRebuildable(said or type(e).__name__) from None
+    shapes = (model.get_build_config() or {}).get("input_shape")
+    if shapes is None:
+        raise NotRebuildable("it was never called, so its input shape is unknown")
+    copy(_zeros(shapes))
+    return copy
+
+
+def _zeros(shapes):
+    """One example of zeros per input, for input shapes as Keras records them."""
+    if isinstance(shapes, dict):
+        return {name: _zeros(shape) for name, shape in shapes.items()}
+    if isinstance(shapes, (list, tuple)) and shapes and isinstance(shapes[0], (list, tuple)):
+        return [_zeros(shape) for shape in shapes]
+    return np.zeros((1, *shapes[1:]), "float32")
+
+
+def _copy_assets(source: keras.Layer, target: keras.Layer) -> None:
+    """State that is not a weight (a lookup layer's vocabulary), layer by layer, through
+    each layer's own saving methods, as `model.save` and `load_model` carry it."""
+    for one, other in zip(_layers(source), _layers(target), strict=True):
+        if not hasattr(one, "save_assets"):  # only layers with such state define it
+            continue
+        store = {}
+        one.save_own_variables(store)
+        other.load_own_variables(store)
+        with tempfile.TemporaryDirectory() as folder:
+            one.save_assets(folder)
+            other.load_assets(folder)
+
+
+def _layers(model: keras.Layer) -> list[keras.Layer]:
+    found = []
+    for layer in getattr(model, "layers", []):
+        found += [layer, *_layers(layer)]
+    return found
 
 
 def _fresh(metric):

@@ -13,6 +13,7 @@ import os
 import sys
 import types
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -27,7 +28,14 @@ def load(task) -> Task:
     """The task record for `task`: a --task string, a module, or an object with the functions."""
     if isinstance(task, str):
         tasks.check(task)
-        return adapt(_import(task), name=task, where=f"--task={task}")
+        # What the file sets at import is its policy (`Task.dtype`), not what an earlier
+        # run left; the run applies it, and loading leaves the process's policy as it was.
+        before = keras.config.dtype_policy()
+        keras.config.set_dtype_policy("float32")
+        try:
+            return adapt(_import(task), name=task, where=f"--task={task}")
+        finally:
+            keras.config.set_dtype_policy(before)
     name = getattr(task, "__name__", type(task).__name__)
     return adapt(task, name=name, where=f"task {name}")
 
@@ -75,6 +83,7 @@ def adapt(module, *, name: str, where: str) -> Task:
     for function in ("build_model", "load_data"):
         if not callable(getattr(module, function, None)):
             raise UserError(f"{where} defines no {function}(); {tasks.CONTRACT}")
+    _refuse_ignored_names(module, where)
     load_data = module.load_data
     takes_config = bool(inspect.signature(load_data).parameters)
 
@@ -90,7 +99,29 @@ def adapt(module, *, name: str, where: str) -> Task:
         preprocess=getattr(module, "preprocess", data.identity),
         reference_batch=getattr(module, "REFERENCE_BATCH", None),
         export=getattr(module, "export", None),
+        dtype=keras.config.dtype_policy().name,
     )
+
+
+# Names a Keras user may define at module level expecting fit's behaviour, which the task
+# contract does not read: each is refused rather than silently ignored.
+_IGNORED = {
+    "callbacks": "Keras callbacks are not run yet",
+    "CALLBACKS": "Keras callbacks are not run yet",
+    "class_weight": "class weights are not applied yet; weight the loss per example instead",
+    "validation_data": "a validation split is not evaluated yet; tf_mgpu evaluates the test "
+    "split every epoch",
+    "epochs": "the number of epochs comes from --epochs (tf_mgpu.train(epochs=...))",
+}
+
+
+def _refuse_ignored_names(module, where: str) -> None:
+    for name, why in _IGNORED.items():
+        if hasattr(module, name):
+            raise UserError(
+                f"{where} defines {name!r}, which tf_mgpu would ignore: {why}; remove it "
+                f"({tasks.CONTRACT})"
+            )
 
 
 def to_data(returned, where: str) -> data.Data:

@@ -1,0 +1,266 @@
+"""Keras features a user's own file brings, trained as that file is written (tests/keras_files/).
+
+Each test runs the real engine on an ordinary Keras file that knows nothing of
+tf_mgpu. Equivalence runs are in float64, 1 device at a global batch of 32
+against 2 replicas of 16, so they hold on any CPU.
+"""
+
+import dataclasses
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import support
+from tests.support import ROOT, cpu_strategy
+from tests.test_training_tasks import import_file, replica_copies, weights
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.errors import UserError
+from tf_mgpu.tasks import adapter
+
+FILES = ROOT / "tests" / "keras_files"
+FLOAT64 = Config(batch_size=16, epochs=2, seed=3, jit_compile=False, dtype="float64")
+
+
+def load(name: str, **settings):
+    """The file `name` imported under a name of its own, with module constants changed."""
+    module = import_file(FILES / f"{name}.py", f"{name}_{abs(hash(repr(settings)))}")
+    for key, value in settings.items():
+        setattr(module, key, value)
+    return module
+
+
+def one_and_two(task, config: Config = FLOAT64):
+    """(the run on one device at twice the batch, the run on 2 replicas)."""
+    one = training.run(
+        dataclasses.replace(config, batch_size=2 * config.batch_size),
+        task,
+        strategy=cpu_strategy(1),
+    )
+    two = training.run(config, task, strategy=cpu_strategy(2))
+    return one, two
+
+
+def assert_same_weights(a, b, atol: float) -> None:
+    for x, y, weight in zip(
+        weights(a.state.model), weights(b.state.model), a.state.model.weights, strict=True
+    ):
+        np.testing.assert_allclose(x, y, atol=atol, rtol=0, err_msg=weight.path)
+
+
+def largest_difference(a, b) -> float:
+    return max(
+        np.abs(x - y).max()
+        for x, y in zip(weights(a.state.model), weights(b.state.model), strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    "clip", [{"clipnorm": 0.05}, {"global_clipnorm": 0.05}, {"clipvalue": 0.002}], ids=str
+)
+def test_clipping_acts_on_the_global_gradient_so_two_replicas_equal_one_device(clip):
+    one, two = one_and_two(load("adamw_clip", CLIP=clip))
+    unclipped = training.run(
+        dataclasses.replace(FLOAT64, batch_size=32),
+        load("adamw_clip", CLIP={}),
+        strategy=cpu_strategy(1),
+    )
+    assert largest_difference(one, unclipped) > 1e-3, "the clip never acted: this proves nothing"
+    assert_same_weights(one, two, atol=1e-10)
+
+
+def test_a_loss_scale_optimizer_on_float32_trains_exactly_as_its_inner_optimizer():
+    # The scale is a power of two: scaling and unscaling a float32 gradient is exact.
+    config = dataclasses.replace(FLOAT64, dtype="float32")
+    scaled = training.run(config, load("loss_scale_sgd"), strategy=cpu_strategy(2))
+    plain = training.run(config, load("loss_scale_sgd", LOSS_SCALE=False), strategy=cpu_strategy(2))
+    assert scaled.summary["weights_sha256"] == plain.summary["weights_sha256"]
+    assert scaled.summary["test_accuracy"] > 0.8
+    assert scaled.summary["learning_rate"] == pytest.approx(0.1)
+    held = [v.path for v in scaled.state.checkpointed()["optimizer"]]
+    assert any("dynamic_scale" in path for path in held), held
+
+
+def test_loss_scaling_skips_overflowing_steps_agreed_by_every_replica_and_counts_steps():
+    # float16 overflows at 65,504: a scale of 2**40 overflows every gradient at first,
+    # so the optimizer skips steps and halves the scale until they fit.
+    class Overflowing:
+        def __init__(self):
+            self.file = load("mixed16_in_build")
+            self.load_data = self.file.load_data
+
+        def build_model(self):
+            model = self.file.build_model()
+            model.compile(
+                optimizer=keras.optimizers.LossScaleOptimizer(
+                    keras.optimizers.SGD(0.1), initial_scale=2.0**40
+                ),
+                loss=model.loss,
+                metrics=["accuracy"],
+            )
+            return model
+
+    config = Config(batch_size=16, epochs=3, seed=3, jit_compile=False)
+    result = training.run(config, Overflowing(), strategy=cpu_strategy(2))
+    optimizer = result.state.optimizer
+    steps = 3 * (1024 // 32)
+    assert result.summary["dtype"] == "mixed_float16"
+    assert 0 < float(optimizer.dynamic_scale.numpy()) < 2.0**40, "no step was skipped"
+    skipped = steps - int(optimizer.iterations.numpy())
+    assert 0 < skipped < steps, f"{skipped} of {steps} steps skipped"
+    assert int(result.state.steps.numpy()) == steps, "a skipped step still takes its batch"
+    assert result.summary["test_accuracy"] > 0.6
+    for variable in result.state.variables():
+        first, second = replica_copies(variable)
+        np.testing.assert_array_equal(first, second, getattr(variable, "path", variable.name))
+
+
+def test_mixed_float16_set_in_build_model_learns_on_two_replicas():
+    config = Config(batch_size=16, epochs=3, seed=3, jit_compile=False)
+    mixed = training.run(config, load("mixed16_in_build"), strategy=cpu_strategy(2))
+    assert mixed.summary["dtype"] == "mixed_float16"
+    assert isinstance(mixed.state.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert mixed.summary["learning_rate"] == pytest.approx(0.1)
+    assert mixed.summary["test_accuracy"] > 0.75  # chance is 1/3; float32 reaches 0.79 here
+
+
+def test_a_policy_set_at_the_top_of_the_file_is_the_runs_unless_dtype_says_otherwise():
+    path = str(FILES / "mixed16_at_top.py")
+    assert adapter.load(path).dtype == "mixed_float16"
+    config = Config(batch_size=16, epochs=1, seed=3, jit_compile=False)
+    result = training.run(dataclasses.replace(config, task=path), strategy=cpu_strategy(1))
+    assert result.summary["dtype"] == "mixed_float16"
+    assert result.state.model.layers[0].compute_dtype == "float16"
+    assert keras.config.dtype_policy().name == "float32", "the task's policy outlived its run"
+    forced = dataclasses.replace(config, task=path, dtype="float32")
+    result = training.run(forced, strategy=cpu_strategy(1))
+    assert result.summary["dtype"] == "float32"
+
+
+def strict(path: pathlib.Path) -> list:
+    """Every JSON value in `path` (one per line for .jsonl), refusing NaN and Infinity."""
+
+    def refuse(constant):
+        raise ValueError(f"{path.name} holds {constant}, which is not JSON")
+
+    lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+    return [json.loads(line, parse_constant=refuse) for line in lines if line.strip()]
+
+
+def test_a_schedule_trains_and_every_file_written_is_strict_json(tmp_path):
+    config = Config(batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path))
+    training.run(config, load("adam_decay"), strategy=cpu_strategy(2))
+    written = sorted(tmp_path.rglob("*.json")) + sorted(tmp_path.rglob("*.jsonl"))
+    assert {p.name for p in written} >= {"summary.json", "metrics.jsonl"}
+    for path in written:
+        strict(path)
+    (summary,) = strict(tmp_path / "summary.json")
+    schedule = summary["learning_rate_schedule"]
+    assert schedule["class_name"] == "ExponentialDecay"
+    assert schedule["config"]["decay_steps"] == 10
+    assert summary["learning_rate"] is None  # no single peak: the schedule says it all
+
+
+def test_a_task_that_runs_tensorflow_at_import_trains_on_logical_devices(tmp_path):
+    done = support.run_main(
+        [
+            f"--task={FILES / 'tf_object_at_import.py'}",
+            "--num_cpu_devices=2",
+            "--epochs=1",
+            "--batch_size=32",
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        tmp_path / "logs",
+        180,
+    )
+    assert done.returncode == 0, done.tail()
+    assert "replicas=2" in done.stdout, done.tail()
+
+
+def trained_and_exported(name: str, tmp_path: pathlib.Path):
+    """The file `name` trained 2 epochs on 2 replicas into tmp_path: (result, its test x)."""
+    path = str(FILES / f"{name}.py")
+    config = Config(task=path, batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path))
+    result = training.run(config, strategy=cpu_strategy(2))
+    module = import_file(FILES / f"{name}.py", f"{name}_data")
+    (_, _), (x_test, _) = module.load_data()
+    return result, x_test
+
+
+def serve(tmp_path: pathlib.Path, x) -> np.ndarray:
+    loaded = tf.saved_model.load(str(tmp_path / "saved_model"))  # held while it serves
+    return np.asarray(loaded.serve(tf.constant(x)))
+
+
+@pytest.mark.parametrize("name", ["subclassed", "text_classifier"])
+def test_model_keras_and_saved_model_reload_with_the_trained_predictions(name, tmp_path):
+    result, x = trained_and_exported(name, tmp_path)
+    trained = np.asarray(result.state.model(tf.constant(x), training=False))
+    assert result.summary["exports"] == [
+        str(tmp_path / "model.keras"),
+        str(tmp_path / "saved_model"),
+    ]
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(np.asarray(reloaded(tf.constant(x))), trained, atol=1e-6)
+    np.testing.assert_allclose(serve(tmp_path, x), trained, atol=1e-6)
+
+
+def test_a_model_keras_cannot_rebuild_gets_a_saved_model_and_one_line(tmp_path, capsys):
+    result, x = trained_and_exported("subclassed_opaque", tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if line.startswith("tf_mgpu export:")]
+    assert lines == [
+        "tf_mgpu export: Stack cannot be rebuilt from its config (Object Stack was created by "
+        "passing non-serializable argument values in `__init__()`, and therefore the object "
+        "must override `get_config()` in order to be serializable); wrote saved_model/ and "
+        "model.weights.h5 but no model.keras: give the class a get_config() returning its "
+        "__init__ arguments to get model.keras"
+    ]
+    assert not (tmp_path / "model.keras").exists()
+    assert result.summary["exports"] == [str(tmp_path / "saved_model")]
+    trained = np.asarray(result.state.model(tf.constant(x), training=False))
+    np.testing.assert_allclose(serve(tmp_path, x), trained, atol=1e-6)
+
+
+def test_an_export_that_fails_keeps_checkpoint_and_summary_and_a_rerun_exports(tmp_path):
+    broken = tmp_path / "broken.py"
+    text = (FILES / "subclassed.py").read_text()
+    good = 'return {**super().get_config(), "units": self.units, "classes": self.classes}'
+    assert good in text
+    broken.write_text(text.replace(good, 'raise RuntimeError("my get_config is broken")'))
+    model_dir = tmp_path / "model"
+    args = [f"--task={broken}", "--epochs=1", "--batch_size=32", f"--model_dir={model_dir}"]
+    failed = support.run_main(args, tmp_path / "logs1", 180)
+    assert failed.returncode == 1, failed.tail()
+    assert "RuntimeError: my get_config is broken" in failed.stderr  # the user's traceback
+    assert "Traceback" in failed.stderr
+    (summary,) = strict(model_dir / "summary.json")
+    assert summary["exports"] == []
+    assert support.checkpoint_steps(model_dir), "the checkpoint is gone"
+    broken.write_text(text)  # the user mends get_config and runs the same command again
+    again = support.run_main(args, tmp_path / "logs2", 180)
+    assert again.returncode == 0, again.tail()
+    assert "tf_mgpu export: the last run's export had not finished" in again.stdout
+    (summary,) = strict(model_dir / "summary.json")
+    assert summary["exports"] == [str(model_dir / "model.keras"), str(model_dir / "saved_model")]
+    assert (model_dir / "model.keras").is_file()
+
+
+def test_a_model_with_its_own_train_step_is_refused_in_one_line_not_silently_ignored():
+    config = Config(task=str(FILES / "own_train_step.py"), epochs=1, jit_compile=False)
+    with pytest.raises(UserError, match=r"Penalized overrides train_step\(\), which tf_mgpu"):
+        training.run(config, strategy=cpu_strategy(1))
+
+
+@pytest.mark.parametrize(
+    "name", ["callbacks", "CALLBACKS", "class_weight", "validation_data", "epochs"]
+)
+def test_a_module_level_name_fit_would_read_is_refused_not_silently_ignored(name):
+    module = load("loss_scale_sgd")
+    setattr(module, name, [keras.callbacks.EarlyStopping()] if "allback" in name else 5)
+    with pytest.raises(UserError, match=f"defines '{name}', which tf_mgpu would ignore"):
+        adapter.load(module)
