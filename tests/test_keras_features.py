@@ -8,6 +8,7 @@ against 2 replicas of 16, so they hold on any CPU.
 import dataclasses
 import json
 import pathlib
+import signal
 
 import keras
 import numpy as np
@@ -250,10 +251,96 @@ def test_an_export_that_fails_keeps_checkpoint_and_summary_and_a_rerun_exports(t
     assert (model_dir / "model.keras").is_file()
 
 
-def test_a_model_with_its_own_train_step_is_refused_in_one_line_not_silently_ignored():
-    config = Config(task=str(FILES / "own_train_step.py"), epochs=1, jit_compile=False)
-    with pytest.raises(UserError, match=r"Penalized overrides train_step\(\), which tf_mgpu"):
-        training.run(config, strategy=cpu_strategy(1))
+def test_a_train_step_adding_nothing_per_replica_on_two_replicas_equals_one_device():
+    # PENALTY 0: the step is keras.io's; Keras's compute_loss divides by the replica count.
+    one, two = one_and_two(load("own_train_step", PENALTY=0.0))
+    assert two.state.own_step
+    assert_same_weights(one, two, atol=1e-10)
+    assert int(two.state.steps.numpy()) == 2 * (1024 // 32)
+
+
+def test_the_models_own_train_step_is_what_trains_it_and_the_start_says_so(capsys):
+    config = Config(batch_size=16, epochs=2, seed=3, jit_compile=False)
+    plain = training.run(config, load("own_train_step", PENALTY=0.0), strategy=cpu_strategy(2))
+    capsys.readouterr()
+    penalized = training.run(config, load("own_train_step", PENALTY=0.5), strategy=cpu_strategy(2))
+    out = capsys.readouterr().out
+    assert out.count("tf_mgpu step: Penalized.train_step, run on each replica") == 1, out
+
+    def norm(result) -> float:
+        return sum(float(np.sum(w**2)) for w in weights(result.state.model))
+
+    assert norm(penalized) < 0.9 * norm(plain), "the penalty in train_step was not applied"
+    assert penalized.summary["history"][-1]["train_examples"] == 1024
+    assert np.isfinite(penalized.summary["history"][-1]["train_loss"])
+
+
+def test_check_names_a_train_step_as_what_it_cannot_see_into():
+    from tf_mgpu.tools.check import runner
+
+    config = Config(task=str(FILES / "own_train_step.py"), batch_size=8, dtype="float64")
+    support.fresh_collective_keys()  # check builds its own MirroredStrategy in this process
+    outcome = runner.check(config, 2, 5)
+    assert not outcome.equivalent
+    assert "likely cause: Penalized.train_step runs on each replica" in outcome.text, outcome.text
+    assert "add_loss" not in outcome.text, outcome.text
+
+
+def test_a_model_overriding_compute_loss_is_refused_in_one_line():
+    class Weighted(keras.Model):
+        def compute_loss(self, *args, **kwargs):
+            return 2.0 * super().compute_loss(*args, **kwargs)
+
+    class Task:
+        load_data = staticmethod(load("loss_scale_sgd").load_data)
+
+        @staticmethod
+        def build_model():
+            x = keras.Input((16,))
+            model = Weighted(x, keras.layers.Dense(3)(x))
+            model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+            return model
+
+    with pytest.raises(UserError, match=r"Weighted overrides compute_loss\(\), which tf_mgpu"):
+        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
+
+
+def kill_mid_epoch_then_resume(tmp_path, args: list[str], steps_per_epoch: int) -> None:
+    """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint and run again:
+    the same final weights."""
+    common = [*args, "--epochs=40", "--steps_per_loop=1", "--checkpoint_steps=8"]
+    reference = support.run_main([*common, f"--model_dir={tmp_path / 'ref'}"], tmp_path / "r", 300)
+    assert reference.returncode == 0, reference.tail()
+    model_dir = tmp_path / "run"
+    again = [*common, f"--model_dir={model_dir}"]
+    run = support.Started(again, tmp_path / "logs", name="killed")
+    try:
+        support.wait_until(
+            lambda: any(s % steps_per_epoch for s in support.checkpoint_steps(model_dir)),
+            timeout=120,
+            what="a mid-epoch checkpoint",
+        )
+        run.signal_group(signal.SIGKILL)
+    finally:
+        killed = run.wait(30)
+    assert killed.returncode == -signal.SIGKILL, killed.tail()
+    assert not (model_dir / "summary.json").exists(), "the run finished before the kill"
+    resumed = support.run_main(again, tmp_path / "resumed", 300)
+    assert resumed.returncode == 0, resumed.tail()
+    assert "tf_mgpu resume: from" in resumed.stdout, resumed.tail()
+    assert support.digests(resumed) == support.digests(reference), resumed.tail()
+
+
+@pytest.mark.cluster
+def test_mixed_float16_killed_mid_epoch_resumes_to_the_same_weights(tmp_path):
+    args = [f"--task={FILES / 'mixed16_in_build.py'}", "--num_cpu_devices=2", "--batch_size=16"]
+    kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=1024 // 32)
+
+
+@pytest.mark.cluster
+def test_an_own_train_step_killed_mid_epoch_resumes_to_the_same_weights(tmp_path):
+    args = [f"--task={FILES / 'own_train_step.py'}", "--batch_size=32"]
+    kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=1024 // 32)
 
 
 @pytest.mark.parametrize(

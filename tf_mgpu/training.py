@@ -168,6 +168,13 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
+    if trainer.state.own_step:
+        run.chief_print(
+            f"tf_mgpu step: {type(trainer.state.model).__name__}.train_step, run on each "
+            f"replica as Keras fit runs it (how its loss is reduced over replicas is its own); "
+            f"test metrics are the compiled loss and metrics",
+            flush=True,
+        )
     differs = replicas.warning(
         trainer.state.model, run.strategy.num_replicas_in_sync, config.batch_size
     )

@@ -5,6 +5,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+PENALTY = 1e-2
+
 
 class Penalized(keras.Model):
     def __init__(self, **kwargs):
@@ -19,8 +21,9 @@ class Penalized(keras.Model):
         x, y = data
         with tf.GradientTape() as tape:
             y_pred = self(x, training=True)
-            penalty = 1e-2 * tf.add_n([tf.reduce_sum(w**2) for w in self.trainable_weights])
-            loss = self.compute_loss(y=y, y_pred=y_pred) + penalty
+            penalty = PENALTY * tf.add_n([tf.reduce_sum(w**2) for w in self.trainable_weights])
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+            loss += tf.cast(penalty, loss.dtype)
         grads = tape.gradient(loss, self.trainable_weights)
         self.optimizer.apply(grads, self.trainable_weights)
         for metric in self.metrics:

@@ -72,3 +72,53 @@ class Sums:
 def prefixed(split: str, result: dict) -> dict:
     """`result` keyed as the summary and metrics.jsonl name it: train_loss, test_accuracy, ..."""
     return {f"{split}_{key}": value for key, value in result.items()}
+
+
+class KerasMetrics:
+    """The training metrics of a model that trains with its own `train_step`, read as `Sums`.
+
+    That step updates the model's own Keras metrics (`model.metrics`): state
+    variables that sync on read, so a read outside the replicas sums every
+    replica's (collective under MultiWorkerMirroredStrategy, as `Sums`). The
+    examples are counted here, since a step may weight its metrics otherwise.
+    """
+
+    def __init__(self, model):
+        self._model = model
+        self._count = tf.Variable(
+            0.0,
+            dtype=tf.float64,
+            trainable=False,
+            synchronization=tf.VariableSynchronization.ON_READ,
+            aggregation=tf.VariableAggregation.SUM,
+            name="train_count",
+        )
+
+    def count(self, examples: tf.Tensor) -> None:
+        """Adds one replica's batch of `examples` examples; called in the replica step."""
+        self._count.assign_add(tf.cast(examples, tf.float64))
+
+    def variables(self) -> list:
+        return [self._count, *self._model.metrics_variables]
+
+    def reset(self) -> None:
+        self._count.assign(0.0)
+        self._model.reset_metrics()
+
+    def totals(self) -> tuple[float, float]:
+        """(mean loss x examples, examples): what `Sums.totals` gives, from the step's
+        own loss tracker (a metric named 'loss'); NaN loss when the step keeps none."""
+        count = float(self._count.numpy())
+        return self._loss() * count, count
+
+    def result(self) -> dict[str, float]:
+        values = {
+            name: float(value)
+            for name, value in self._model.get_metrics_result().items()
+            if tf.size(value) == 1
+        }
+        return {**values, "examples": int(self._count.numpy())}
+
+    def _loss(self) -> float:
+        found = [m for m in self._model.metrics if m.name == "loss"]
+        return float(found[0].result()) if found else float("nan")

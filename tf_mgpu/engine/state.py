@@ -26,9 +26,14 @@ class TrainState:
     optimizer: keras.optimizers.Optimizer
     objective: objective.Objective
     epoch: tf.Variable
-    train_sums: metrics.Sums
+    train_sums: metrics.Sums | metrics.KerasMetrics
     test_sums: metrics.Sums
     steps: tf.Variable | None = None
+
+    @property
+    def own_step(self) -> bool:
+        """Whether the model trains with its own `train_step` (see `runs_own_step`)."""
+        return isinstance(self.train_sums, metrics.KerasMetrics)
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
@@ -95,28 +100,42 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
-        skips = isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
+        own = runs_own_step(net)
+        if own:  # built before the first step, as fit builds them: their variables sync
+            y = tf.constant(sample.y)
+            net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
+            net.compute_metrics(sample.x, y, y_pred)
+            net.reset_metrics()
+        # Steps are counted apart from the optimizer's iterations where a step may not
+        # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
+        counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
         return TrainState(
             model=net,
             optimizer=net.optimizer,
             objective=found,
             epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
-            train_sums=metrics.Sums("train", found.metrics),
+            train_sums=metrics.KerasMetrics(net) if own else metrics.Sums("train", found.metrics),
             test_sums=metrics.Sums("test", found.metrics),
-            steps=_step_counter() if skips else None,
+            steps=_step_counter() if counts else None,
         )
 
 
+def runs_own_step(net: keras.Model) -> bool:
+    """Whether the model's class overrides `train_step`: then that step trains it, on each
+    replica, as Keras's `fit` runs it."""
+    return type(net).train_step is not keras.Model.train_step
+
+
 def _refuse_own_step(net: keras.Model, where: str) -> None:
-    """UserError for a model class that overrides how Keras trains it: tf_mgpu's step
-    would ignore the override (its own train_step is not run yet)."""
-    for method in ("train_step", "compute_loss", "test_step"):
+    """UserError for a model class overriding what tf_mgpu's evaluation would not run:
+    the test loss and metrics are the compiled ones, computed by the engine."""
+    for method in ("compute_loss", "test_step"):
         if getattr(type(net), method) is not getattr(keras.Model, method):
             raise UserError(
                 f"{where}: {type(net).__name__} overrides {method}(), which tf_mgpu does not "
-                f"run yet (it would train the compiled loss and ignore the override); move "
-                f"the extra loss terms into the model with self.add_loss(...), or train "
-                f"this model with Keras fit"
+                f"run yet (it evaluates the compiled loss and metrics); override train_step "
+                f"instead (tf_mgpu runs it), add extra loss terms with self.add_loss(...), "
+                f"or train this model with Keras fit"
             )
 
 

@@ -18,7 +18,7 @@ from tf_mgpu.config import Config
 from tf_mgpu.engine import data, jit, loop, metrics, schedules, stream
 from tf_mgpu.engine.state import TrainState, create_state, replica_streams
 from tf_mgpu.engine.task import Task, check_labels, output_float32
-from tf_mgpu.errors import Diverged
+from tf_mgpu.errors import Diverged, UserError
 
 
 def _outputs(state: TrainState, x, training: bool):
@@ -81,6 +81,24 @@ def replica_train_step(
     if state.steps is not None:
         state.steps.assign_add(1)
     return finite
+
+
+def replica_own_step(state: TrainState, x, y) -> tf.Tensor:
+    """One step of the model's own `train_step` on one replica's share of a global batch.
+
+    Keras's `fit` runs the same call inside `strategy.run`: the step decides how
+    its loss is reduced (Keras's `compute_loss` divides the compiled loss by the
+    replica count) and applies the optimizer, which sums the replicas' gradients.
+    Returns whether the loss it reports is finite (True if it reports none).
+    """
+    with replica_streams(state):
+        logs = state.model.train_step((x, y))
+    state.train_sums.count(tf.shape(y)[0])
+    state.steps.assign_add(1)
+    loss = logs.get("loss") if isinstance(logs, dict) else None
+    if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
+        return tf.constant(True)
+    return tf.reduce_all(tf.math.is_finite(tf.cast(loss, tf.float32)))
 
 
 def _reduces_first(optimizer) -> bool:
@@ -148,6 +166,12 @@ class Trainer:
         self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
         self.steps_per_loop = config.steps_per_loop
         self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
+        if self.state.own_step and config.accumulation_steps > 1:
+            raise UserError(
+                f"{task.where}: {type(self.state.model).__name__} trains with its own "
+                f"train_step, which tf_mgpu cannot split into micro-batches; drop "
+                f"--accumulation_steps"
+            )
         check_labels(self.state.objective.sparse_classes, datasets, task.where)
         # A tf.data split streams, whatever --input says.
         self.input = "stream" if stream.streams(datasets) else config.input
@@ -192,12 +216,15 @@ class Trainer:
 
     def _build_loops(self) -> None:
         config, strategy, datasets = self._config, self._strategy, self._datasets
-        train_step = functools.partial(
-            replica_train_step,
-            self.state,
-            self.global_batch,
-            accumulation_steps=config.accumulation_steps,
-        )
+        if self.state.own_step:
+            train_step = functools.partial(replica_own_step, self.state)
+        else:
+            train_step = functools.partial(
+                replica_train_step,
+                self.state,
+                self.global_batch,
+                accumulation_steps=config.accumulation_steps,
+            )
         eval_step = functools.partial(replica_eval_step, self.state)
         if self.input == "resident":
             self._train = loop.ResidentTrain(

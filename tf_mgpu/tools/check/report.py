@@ -28,6 +28,7 @@ class Facts:
     xla_one: jit.Choice
     xla_many: jit.Choice
     memory: tuple[int, int | None]
+    own_step: str | None = None  # the model's class, when it trains with its own train_step
 
 
 def causes(facts: Facts) -> list[str]:
@@ -50,6 +51,14 @@ def causes(facts: Facts) -> list[str]:
             f"layer {facts.first_forward} computes over the batch it is handed (one replica's "
             f"share): a custom layer reading the per-replica batch (its size, mean or sum); "
             f"compute per example, or all-reduce with tf.distribute's replica context"
+        )
+    if facts.own_step and not found:
+        found.append(
+            f"{facts.own_step}.train_step runs on each replica and reduces its loss over "
+            f"replicas its own way, which check cannot see into: a term it adds to the loss "
+            f"(a penalty, say) counts once per replica; divide such terms by "
+            f"tf.distribute.get_replica_context().num_replicas_in_sync, as Keras's "
+            f"compute_loss does for the compiled loss"
         )
     if not found:
         found.append(

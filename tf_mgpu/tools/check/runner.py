@@ -69,6 +69,7 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
         xla_one=jit.choose(config.jit_compile, one_strategy, model, config.input),
         xla_many=jit.choose(config.jit_compile, many_strategy, model, config.input),
         memory=memory_per_replica(many, one.outputs),
+        own_step=type(model).__name__ if one.trainer.state.own_step else None,
     )
     return Outcome(text=report.table(facts), equivalent=equivalent)
 
