@@ -351,3 +351,24 @@ def test_a_module_level_name_fit_would_read_is_refused_not_silently_ignored(name
     setattr(module, name, [keras.callbacks.EarlyStopping()] if "allback" in name else 5)
     with pytest.raises(UserError, match=f"defines '{name}', which tf_mgpu would ignore"):
         adapter.load(module)
+
+
+def test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate():
+    # 256 test examples over a global batch of 2 x 48: the last batch is padded, and each
+    # replica's share holds its own mix of positives, so a mean of the replicas' results
+    # (precision of each half) would differ from the result of their summed state.
+    task = load("binary_auc")
+    config = Config(batch_size=48, epochs=2, seed=3, jit_compile=False, dtype="float64")
+    one, two = one_and_two(task, config)
+    (_, _), (x_test, y_test) = task.load_data()
+    keras_says = two.state.model.evaluate(
+        x_test, y_test, batch_size=256, return_dict=True, verbose=0
+    )
+    for name in ("auc", "precision", "recall", "accuracy", "loss"):
+        assert two.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+        assert two.summary[f"test_{name}"] == pytest.approx(
+            one.summary[f"test_{name}"], abs=1e-6
+        ), name
+    assert 0.0 < two.summary["test_precision"] < 1.0
+    held = [getattr(v, "path", v.name) for v in two.state.checkpointed()["train_sums"]]
+    assert any("true_positives" in path for path in held), held

@@ -36,6 +36,9 @@ def evaluate(
     global_batch = batch_size * strategy.num_replicas_in_sync
     with strategy.scope():
         sums = metrics.Sums("evaluate", found.metrics)
+        if sums.stateful:  # their state is made on a first update, before the replicas run
+            first = split.take(slice(0, 2))
+            sums.build(tf.constant(first.y), output_float32(predict(preprocess(first.x))))
 
     def replica_step(x, y, weights):
         y_pred = output_float32(predict(x))

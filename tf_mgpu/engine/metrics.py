@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+import keras
 import tensorflow as tf
 
 
@@ -15,11 +16,21 @@ class Sums:
     MultiWorkerMirroredStrategy `result` and `totals` are collective, so
     every worker must call them at the same point.
 
-    `metrics` maps each metric's name to its per-example function (y, y_pred).
+    `metrics` maps each metric's name to its per-example function (y, y_pred),
+    or to a stateful Keras metric (AUC, Precision, F1Score...): each Sums keeps a
+    fresh copy of it, whose state (counts, confusion matrices) every replica
+    updates and a read sums over every replica and worker. Aggregating the
+    state, not each replica's result, is what makes it exact. Call `build` on a
+    sample before the first compiled step: some metrics make their state then.
     """
 
-    def __init__(self, name: str, metrics: dict[str, Callable]):
-        self._metrics = dict(metrics)
+    def __init__(self, name: str, metrics: dict[str, Callable | keras.metrics.Metric]):
+        self._stateful = {
+            key: type(m).from_config(m.get_config())
+            for key, m in metrics.items()
+            if isinstance(m, keras.metrics.Metric)
+        }
+        self._metrics = {k: m for k, m in metrics.items() if k not in self._stateful}
         # The order (loss, metrics..., count) is the checkpoint's: keep it.
         keys = ("loss", *self._metrics, "count")
         self._sums = {
@@ -50,13 +61,29 @@ class Sums:
         for key, value in values.items():
             self._sums[key].assign_add(tf.reduce_sum(tf.cast(value, tf.float64) * weights))
         self._sums["count"].assign_add(tf.reduce_sum(weights))
+        for metric in self._stateful.values():
+            metric.update_state(y, y_pred, sample_weight=weights)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether any metric is a stateful Keras metric (then call `build` first)."""
+        return bool(self._stateful)
+
+    def build(self, y, y_pred) -> None:
+        """Makes every stateful metric's state (in the strategy's scope), then empties it."""
+        for metric in self._stateful.values():
+            metric.update_state(y, y_pred)
+            metric.reset_state()
 
     def variables(self) -> list[tf.Variable]:
-        return list(self._sums.values())
+        stateful = [v for m in self._stateful.values() for v in m.variables]
+        return [*self._sums.values(), *stateful]
 
     def reset(self) -> None:
         for total in self._sums.values():
             total.assign(0.0)
+        for metric in self._stateful.values():
+            metric.reset_state()
 
     def totals(self) -> tuple[float, float]:
         """(summed loss, examples) over every replica; collective like `result`."""
@@ -66,7 +93,9 @@ class Sums:
         """The mean loss and mean of each metric, and the number of examples, over every replica."""
         totals = {key: float(total.numpy()) for key, total in self._sums.items()}
         count = totals.pop("count")
-        return {**{key: total / count for key, total in totals.items()}, "examples": int(count)}
+        means = {key: total / count for key, total in totals.items()}
+        states = {key: float(m.result()) for key, m in self._stateful.items()}
+        return {**means, **states, "examples": int(count)}
 
 
 def prefixed(split: str, result: dict) -> dict:

@@ -26,14 +26,15 @@ _ACCURACY = ("accuracy", "acc")
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-    """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example.
+    """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example;
+    a stateful Keras metric (AUC, Precision...) stands as itself (see `metrics.Sums`).
 
     `sparse_classes`: for a sparse categorical loss, how many classes the model
     outputs (labels must lie below it); None otherwise.
     """
 
     loss: Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
-    metrics: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor]]
+    metrics: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | keras.metrics.Metric]
     sparse_classes: int | None = None
 
 
@@ -121,17 +122,15 @@ def _loss_function(given) -> Callable:
 
 
 def _metric_function(given, y_shape, y_pred_shape, where: str) -> tuple[str, Callable]:
-    """(name, per-example function) for one entry of compile's `metrics`."""
+    """(name, per-example function) for one entry of compile's `metrics`, or (name, the
+    Keras metric) for a stateful one, which `metrics.Sums` keeps a copy of."""
     if isinstance(given, str) and given.lower() in _ACCURACY:
         return given, _accuracy(y_shape, y_pred_shape)
     metric = keras.metrics.get(given) if isinstance(given, (str, dict)) else given
     if isinstance(metric, keras.metrics.Metric):
         if not isinstance(metric, keras.metrics.MeanMetricWrapper):
-            raise UserError(
-                f"{where}: metric {metric.name!r} ({type(metric).__name__}) is not a mean of "
-                f"per-example values, which tf_mgpu sums over replicas and workers; compile "
-                f"with metrics such as 'accuracy', 'mae' or a function (y_true, y_pred)"
-            )
+            # Stateful (AUC, Precision...): its state is summed over replicas (metrics.Sums).
+            return (given if isinstance(given, str) else metric.name), metric
         fn, kwargs = metric._fn, metric._fn_kwargs  # no public reader of either
         name = metric.name
     else:

@@ -100,6 +100,12 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
+        train_sums, test_sums = (
+            metrics.Sums("train", found.metrics),
+            metrics.Sums("test", found.metrics),
+        )
+        for sums in (train_sums, test_sums):
+            sums.build(tf.constant(sample.y), y_pred)
         own = runs_own_step(net)
         if own:  # built before the first step, as fit builds them: their variables sync
             y = tf.constant(sample.y)
@@ -114,8 +120,8 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             optimizer=net.optimizer,
             objective=found,
             epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
-            train_sums=metrics.KerasMetrics(net) if own else metrics.Sums("train", found.metrics),
-            test_sums=metrics.Sums("test", found.metrics),
+            train_sums=metrics.KerasMetrics(net) if own else train_sums,
+            test_sums=test_sums,
             steps=_step_counter() if counts else None,
         )
 
