@@ -24,12 +24,18 @@ from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
 
 FILES = ROOT / "tests" / "keras_files"
+EXAMPLES = ROOT / "examples"
 FLOAT64 = Config(batch_size=16, epochs=2, seed=3, jit_compile=False, dtype="float64")
+
+
+def path_of(name: str) -> pathlib.Path:
+    """A file of tests/keras_files, or of examples/ (`*_task`)."""
+    return (EXAMPLES if name.endswith("_task") else FILES) / f"{name}.py"
 
 
 def load(name: str, **settings):
     """The file `name` imported under a name of its own, with module constants changed."""
-    module = import_file(FILES / f"{name}.py", f"{name}_{abs(hash(repr(settings)))}")
+    module = import_file(path_of(name), f"{name}_{abs(hash(repr(settings)))}")
     for key, value in settings.items():
         setattr(module, key, value)
     return module
@@ -184,10 +190,11 @@ def test_a_task_that_runs_tensorflow_at_import_trains_on_logical_devices(tmp_pat
 
 def trained_and_exported(name: str, tmp_path: pathlib.Path):
     """The file `name` trained 2 epochs on 2 replicas into tmp_path: (result, its test x)."""
-    path = str(FILES / f"{name}.py")
-    config = Config(task=path, batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path))
+    config = Config(
+        task=str(path_of(name)), batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path)
+    )
     result = training.run(config, strategy=cpu_strategy(2))
-    module = import_file(FILES / f"{name}.py", f"{name}_data")
+    module = import_file(path_of(name), f"{name}_data")
     (_, _), (x_test, _) = module.load_data()
     return result, x_test
 
@@ -197,7 +204,7 @@ def serve(tmp_path: pathlib.Path, x) -> np.ndarray:
     return np.asarray(loaded.serve(tf.constant(x)))
 
 
-@pytest.mark.parametrize("name", ["subclassed", "text_classifier"])
+@pytest.mark.parametrize("name", ["subclassed", "text_classifier_task"])
 def test_model_keras_and_saved_model_reload_with_the_trained_predictions(name, tmp_path):
     result, x = trained_and_exported(name, tmp_path)
     trained = np.asarray(result.state.model(tf.constant(x), training=False))
@@ -372,3 +379,78 @@ def test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate():
     assert 0.0 < two.summary["test_precision"] < 1.0
     held = [getattr(v, "path", v.name) for v in two.state.checkpointed()["train_sums"]]
     assert any("true_positives" in path for path in held), held
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"input": "stream"}, {"accumulation_steps": 2}],
+    ids=["resident", "stream", "accumulated"],
+)
+def test_sample_and_class_weights_on_two_replicas_equal_one_device(settings):
+    task = load("binary_classifier_task")
+    config = dataclasses.replace(FLOAT64, **settings)
+    one, two = one_and_two(task, config)
+    assert_same_weights(one, two, atol=1e-10)
+    unweighted = training.run(
+        dataclasses.replace(config, batch_size=32),
+        load("binary_classifier_task", CLASS_WEIGHT=None),
+        strategy=cpu_strategy(1),
+    )
+    assert largest_difference(one, unweighted) > 1e-2, "the weights changed nothing"
+
+
+def test_weighted_test_loss_equals_keras_evaluate_and_class_weights_raise_recall():
+    config = Config(batch_size=48, epochs=2, seed=3, jit_compile=False, dtype="float64")
+    weighted = training.run(config, load("binary_classifier_task"), strategy=cpu_strategy(2))
+    (_, _, _), (x_test, y_test, w_test) = load("binary_classifier_task").load_data()
+    keras_says = weighted.state.model.evaluate(
+        x_test, y_test, sample_weight=w_test, batch_size=256, return_dict=True, verbose=0
+    )
+    for name in ("loss", "auc", "precision", "recall"):
+        assert weighted.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+    plain = training.run(
+        config, load("binary_classifier_task", CLASS_WEIGHT=None), strategy=cpu_strategy(2)
+    )
+    assert weighted.summary["test_recall"] > plain.summary["test_recall"] + 0.1
+
+
+@pytest.mark.parametrize(
+    ("weights", "said"),
+    [
+        (lambda n: -np.ones(n), "sample_weight_train holds negative weights"),
+        (lambda n: np.ones((n, 2)), "sample_weight_train has shape"),
+        (lambda n: np.full(n, np.nan), "sample_weight_train holds"),
+    ],
+    ids=["negative", "shape", "nan"],
+)
+def test_bad_sample_weights_are_one_line(weights, said):
+    module = load("binary_classifier_task")
+    (x, y, _), test = module.load_data()
+    module.load_data = lambda: ((x, y, weights(len(y))), test)
+    with pytest.raises(UserError, match=said):
+        adapter.load(module).load_data(Config())
+
+
+def test_class_weight_missing_a_class_and_weighted_datasets_are_one_line():
+    module = load("binary_classifier_task", CLASS_WEIGHT={0: 1.0})
+    with pytest.raises(UserError, match="CLASS_WEIGHT has no weight for class 1"):
+        adapter.load(module).load_data(Config())
+    (x, y, w), test = load("binary_classifier_task").load_data()
+    module = load("binary_classifier_task", CLASS_WEIGHT=None)
+    module.load_data = lambda: (tf.data.Dataset.from_tensor_slices((x, y, w)), test)
+    with pytest.raises(UserError, match=r"yields \(x, y, sample_weight\) elements"):
+        adapter.load(module).load_data(Config())
+
+
+def test_weighted_metrics_are_refused_not_silently_ignored():
+    class Task:
+        load_data = staticmethod(load("binary_classifier_task").load_data)
+
+        @staticmethod
+        def build_model():
+            model = load("binary_classifier_task").build_model()
+            model.compile(optimizer="sgd", loss="binary_crossentropy", weighted_metrics=["auc"])
+            return model
+
+    with pytest.raises(UserError, match="compiled with weighted_metrics"):
+        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))

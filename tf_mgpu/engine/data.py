@@ -23,17 +23,24 @@ from tf_mgpu.errors import UserError
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Split:
-    """One split in memory: `x` (an array or a dict of arrays) and `y`, one row per example."""
+    """One split in memory: `x` (an array or a dict of arrays), `y`, and optionally `w`, each
+    example's weight in the loss (Keras's `sample_weight`), one row per example."""
 
     x: object
     y: np.ndarray
+    w: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)
 
     def take(self, rows) -> "Split":
         """The examples at `rows` (a slice or indices), as a new Split."""
-        return Split(tf.nest.map_structure(lambda a: a[rows], self.x), self.y[rows])
+        x = tf.nest.map_structure(lambda a: a[rows], self.x)
+        return Split(x, self.y[rows], None if self.w is None else self.w[rows])
+
+    def labels(self) -> tuple:
+        """(y,) or (y, w): what a step takes after x."""
+        return (self.y,) if self.w is None else (self.y, self.w)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -106,7 +113,7 @@ def train_dataset(
     """
     used = steps_per_epoch(len(split), global_batch) * global_batch
     x = tf.nest.map_structure(tf.constant, split.x)
-    y = tf.constant(split.y)
+    labels = [tf.constant(a) for a in split.labels()]
 
     def epoch_examples(epoch: tf.Tensor) -> tf.data.Dataset:
         order = epoch_order(len(split), seed, epoch)[:used]
@@ -119,7 +126,7 @@ def train_dataset(
         global_batch,
         context,
         first_step,
-        lambda index: (preprocess(gather(x, index)), tf.gather(y, index)),
+        lambda index: (preprocess(gather(x, index)), *[tf.gather(a, index) for a in labels]),
     )
 
 
@@ -147,7 +154,8 @@ def per_replica_batches(
 
 
 def pad_for_eval(split: Split, global_batch: int) -> tuple:
-    """The split's x, y and weights, padded to whole global batches with weight 0.
+    """The split's x, y and weights (then its sample weights, if it has any), padded to
+    whole global batches; padding has weight 0.
 
     So every replica runs the same number of full steps, and weighted sums
     count each real example once and no padding.
@@ -159,7 +167,8 @@ def pad_for_eval(split: Split, global_batch: int) -> tuple:
         return np.concatenate([array, np.zeros((pad, *array.shape[1:]), array.dtype)])
 
     weights = np.concatenate([np.ones(size, np.float32), np.zeros(pad, np.float32)])
-    return tf.nest.map_structure(padded, split.x), padded(split.y), weights
+    sample_weights = () if split.w is None else (padded(split.w),)
+    return tf.nest.map_structure(padded, split.x), padded(split.y), weights, *sample_weights
 
 
 def eval_dataset(
@@ -176,7 +185,7 @@ def eval_dataset(
         tf.data.Dataset.from_tensor_slices(pad_for_eval(split, global_batch))
         .shard(context.num_input_pipelines, context.input_pipeline_id)
         .batch(per_replica, drop_remainder=True)
-        .map(lambda x, y, w: (preprocess(x), y, w))
+        .map(lambda x, *rest: (preprocess(x), *rest))
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )

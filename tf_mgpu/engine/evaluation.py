@@ -40,9 +40,11 @@ def evaluate(
             first = split.take(slice(0, 2))
             sums.build(tf.constant(first.y), output_float32(predict(preprocess(first.x))))
 
-    def replica_step(x, y, weights):
+    def replica_step(x, y, weights, w=None):  # w: the split's sample weights, if any
         y_pred = output_float32(predict(x))
         per_example = found.loss(y, y_pred)
+        if w is not None:
+            per_example *= tf.cast(w, per_example.dtype)
         regularization = losses()
         if regularization:
             per_example += tf.cast(tf.add_n(regularization), per_example.dtype)

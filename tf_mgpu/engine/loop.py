@@ -130,18 +130,20 @@ class ResidentTrain:
         self._used = data.steps_per_epoch(len(split), global_batch) * global_batch
         self._seed = seed
         self._order = (None, None)  # (epoch, its order): computed once per epoch
-        x, y = _on_each_replica(strategy, split.x), _on_each_replica(strategy, split.y)
+        x = _on_each_replica(strategy, split.x)
+        labels = [_on_each_replica(strategy, a) for a in split.labels()]  # y, and w if any
 
-        def replica_fn(x, y, order, step):
+        def replica_fn(x, labels, order, step):
             rows = tf.gather(order, _replica_rows(step, global_batch, per_replica))
-            return replica_step(preprocess(data.gather(x, rows)), tf.gather(y, rows))
+            x_rows = preprocess(data.gather(x, rows))
+            return replica_step(x_rows, *[tf.gather(a, rows) for a in labels])
 
         run_replica = _compiled(replica_fn, scope)
 
         @tf.function(jit_compile=scope == "loop", autograph=False)
         def steps(order, first, count):
             def step(k, bad):
-                finite = strategy.run(run_replica, args=(x, y, order, first + k))
+                finite = strategy.run(run_replica, args=(x, labels, order, first + k))
                 return _first_bad(strategy, finite, first + k, bad)
 
             return _repeat(count, step, tf.constant(-1, tf.int64))
@@ -206,11 +208,10 @@ class ResidentEval:
         self._count = len(padded[2]) // global_batch
         arrays = _on_each_replica(strategy, padded)
 
-        def replica_fn(x, y, weights, step):
+        def replica_fn(x, *labels_and_step):  # y, padding weights, sample weights if any
+            *labels, step = labels_and_step
             rows = _replica_rows(step, global_batch, per_replica)
-            replica_step(
-                preprocess(data.gather(x, rows)), tf.gather(y, rows), tf.gather(weights, rows)
-            )
+            replica_step(preprocess(data.gather(x, rows)), *[tf.gather(a, rows) for a in labels])
 
         run_replica = _compiled(replica_fn, scope)
 

@@ -57,6 +57,11 @@ def from_compiled(
             f"{where}: the model is compiled with several losses; tf_mgpu trains models "
             f"with one loss (one output); combine them into one loss function"
         )
+    if model._compile_metrics and model._compile_metrics._user_weighted_metrics:
+        raise UserError(
+            f"{where}: the model is compiled with weighted_metrics, which tf_mgpu does not "
+            f"compute yet; pass them as metrics=[...] (unweighted)"
+        )
     loss = _loss_function(model.loss)
     metrics = {}
     for given in compiled_metrics(model):

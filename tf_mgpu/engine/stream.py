@@ -66,6 +66,11 @@ class Stream:
 def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
     """One pass over `dataset`: its length and its checks' findings, nothing kept."""
     spec = dataset.element_spec
+    if isinstance(spec, tuple) and len(spec) == 3:
+        raise UserError(
+            f"{where}: load_data()'s {name} dataset yields (x, y, sample_weight) elements, "
+            f"which tf_mgpu streams only as (x, y) yet; return (x, y, sample_weight) arrays"
+        )
     if not (isinstance(spec, tuple) and len(spec) == 2):
         raise UserError(
             f"{where}: load_data()'s {name} dataset yields {spec}; it must yield unbatched "

@@ -108,9 +108,10 @@ def _nonfinite(split) -> dict:
     if isinstance(split, stream.Stream):
         return split.nonfinite
     arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
+    weights = [] if split.w is None else [("sample_weight", split.w)]
     return {
         key: int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        for key, array in [*arrays, ("y", split.y)]
+        for key, array in [*arrays, ("y", split.y), *weights]
         if np.issubdtype(array.dtype, np.inexact)
     }
 

@@ -25,12 +25,18 @@ def _outputs(state: TrainState, x, training: bool):
     return output_float32(state.model(x, training=training))
 
 
-def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y):
+def _weighted(per_example: tf.Tensor, w) -> tf.Tensor:
+    """Each example's loss times its sample weight (Keras's `sample_weight`), if any."""
+    return per_example if w is None else per_example * tf.cast(w, per_example.dtype)
+
+
+def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y, w=None):
     """This replica's share of the gradient of the mean loss over the global batch,
-    and whether its loss was finite."""
+    and whether its loss was finite. With sample weights `w`, the loss is the sum of
+    the weighted losses divided by the global batch, as Keras's default reduction."""
     with tf.GradientTape() as tape, replica_streams(state):
         y_pred = _outputs(state, x, training=True)
-        per_example = state.objective.loss(y, y_pred)
+        per_example = _weighted(state.objective.loss(y, y_pred), w)
         loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         regularization = _regularization(state, per_example.dtype)
         if regularization is not None:  # once per step over all replicas
@@ -44,7 +50,7 @@ def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x,
 
 
 def replica_train_step(
-    state: TrainState, global_batch: int, x, y, accumulation_steps: int = 1
+    state: TrainState, global_batch: int, x, y, w=None, accumulation_steps: int = 1
 ) -> tf.Tensor:
     """One optimizer step on one replica's share of a global batch.
 
@@ -61,13 +67,14 @@ def replica_train_step(
     variables = state.model.trainable_variables
     gradients = functools.partial(_gradients, state, global_batch, accumulation_steps)
     if accumulation_steps == 1:
-        grads, finite = gradients(x, y)
+        grads, finite = gradients(x, y, w)
     else:
         micro = y.shape[0] // accumulation_steps
 
         def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
             rows = j * micro + tf.range(micro)
-            more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows))
+            w_rows = None if w is None else tf.gather(w, rows)
+            more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows), w_rows)
             return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
 
         _, grads, finite = tf.while_loop(
@@ -83,7 +90,7 @@ def replica_train_step(
     return finite
 
 
-def replica_own_step(state: TrainState, x, y) -> tf.Tensor:
+def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
     """One step of the model's own `train_step` on one replica's share of a global batch.
 
     Keras's `fit` runs the same call inside `strategy.run`: the step decides how
@@ -92,7 +99,7 @@ def replica_own_step(state: TrainState, x, y) -> tf.Tensor:
     Returns whether the loss it reports is finite (True if it reports none).
     """
     with replica_streams(state):
-        logs = state.model.train_step((x, y))
+        logs = state.model.train_step((x, y) if w is None else (x, y, w))
     state.train_sums.count(tf.shape(y)[0])
     state.steps.assign_add(1)
     loss = logs.get("loss") if isinstance(logs, dict) else None
@@ -135,11 +142,12 @@ def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
     return tf.cast(tf.add_n(losses), dtype) if losses else None
 
 
-def replica_eval_step(state: TrainState, x, y, weights) -> None:
-    """Sums the test loss as Keras's `evaluate` reports it: the compiled loss plus the
-    regularization losses, and every metric."""
+def replica_eval_step(state: TrainState, x, y, weights, w=None) -> None:
+    """Sums the test loss as Keras's `evaluate` reports it: the compiled loss (times the
+    sample weights `w`, if any) plus the regularization losses, and every metric
+    (unweighted by `w`, as Keras's compiled `metrics` are). `weights` is 0 for padding."""
     y_pred = _outputs(state, x, training=False)
-    per_example = state.objective.loss(y, y_pred)
+    per_example = _weighted(state.objective.loss(y, y_pred), w)
     regularization = _regularization(state, per_example.dtype)
     if regularization is not None:
         per_example += regularization

@@ -8,12 +8,14 @@ A task is a Python file or module that defines, as any Keras user writes them:
                  (x may be a dict of arrays, keyed by the model's input
                  names), or a tf.data.Dataset of unbatched (x, y) elements
                  in place of either pair, streamed (tf_mgpu.engine.stream),
-                 never held in memory. It may take one argument: the
-                 run's tf_mgpu.config.Config (data_dir, splits, seed).
+                 never held in memory. A pair of arrays may carry a third,
+                 each example's sample_weight. It may take one argument:
+                 the run's tf_mgpu.config.Config (data_dir, splits, seed).
 
 Optional: `preprocess(x)`, run on the device inside the compiled step;
 `export(model, model_dir)`, to export otherwise; `REFERENCE_BATCH`, the batch
-the compiled learning rate was tuned for (`--scale_lr`).
+the compiled learning rate was tuned for (`--scale_lr`); `CLASS_WEIGHT`, a
+dict {class: weight} applied to the training split as Keras's `class_weight`.
 
 `--task` takes a built-in name (below), a path to a .py file, a dotted
 module (`pkg.module`), or `pkg.module:attr` (an object with those

@@ -87,9 +87,14 @@ def adapt(module, *, name: str, where: str) -> Task:
     load_data = module.load_data
     takes_config = bool(inspect.signature(load_data).parameters)
 
+    class_weight = getattr(module, "CLASS_WEIGHT", None)
+
     def load(config: Config) -> data.Data:
         returned = load_data(config) if takes_config else load_data()
-        return to_data(returned, where)
+        loaded = to_data(returned, where)
+        if class_weight is None:
+            return loaded
+        return data.Data(train=_class_weighted(loaded.train, class_weight, where), test=loaded.test)
 
     return Task(
         name=name,
@@ -108,7 +113,7 @@ def adapt(module, *, name: str, where: str) -> Task:
 _IGNORED = {
     "callbacks": "Keras callbacks are not run yet",
     "CALLBACKS": "Keras callbacks are not run yet",
-    "class_weight": "class weights are not applied yet; weight the loss per example instead",
+    "class_weight": "name the dict CLASS_WEIGHT, the task contract's name for it",
     "validation_data": "a validation split is not evaluated yet; tf_mgpu evaluates the test "
     "split every epoch",
     "epochs": "the number of epochs comes from --epochs (tf_mgpu.train(epochs=...))",
@@ -143,14 +148,18 @@ def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
     if isinstance(pair, tf.data.Dataset):
         return stream.scan(pair, where, name)  # streamed, never held in memory
     try:
-        x, y = pair
+        x, y, *weights = pair
+        if len(weights) > 1:
+            raise ValueError
     except (TypeError, ValueError):
         raise UserError(
             f"{where}: load_data()'s {name} split is {type(pair).__name__}; give "
-            f"(x_{name}, y_{name}) arrays or a tf.data.Dataset of (x, y) elements"
+            f"(x_{name}, y_{name}) or (x_{name}, y_{name}, sample_weight_{name}) arrays, or "
+            f"a tf.data.Dataset of (x, y) elements"
         ) from None
     x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
     y = np.asarray(y)
+    w = _sample_weights(weights[0], len(y), where, name) if weights else None
     if y.ndim == 0:
         raise UserError(f"{where}: y_{name} is a single value; give one label per example")
     for key, array in x.items() if isinstance(x, dict) else [(f"x_{name}", x)]:
@@ -162,4 +171,47 @@ def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
             )
     if len(y) == 0:
         raise UserError(f"{where}: the {name} split is empty; load_data() must return examples")
-    return data.Split(x, y)
+    return data.Split(x, y, w)
+
+
+def _sample_weights(given, rows: int, where: str, name: str) -> np.ndarray:
+    """The split's sample weights as a float array of one non-negative value per example."""
+    w = np.asarray(given)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.shape != (rows,) or not np.issubdtype(w.dtype, np.number):
+        raise UserError(
+            f"{where}: sample_weight_{name} has shape {w.shape} ({w.dtype}); give one number "
+            f"per example, shape ({rows},)"
+        )
+    w = w.astype(np.float32 if w.dtype != np.float64 else np.float64)
+    if np.isfinite(w).all() and (w < 0).any():
+        raise UserError(
+            f"{where}: sample_weight_{name} holds negative weights; weights must be >= 0"
+        )
+    return w
+
+
+def _class_weighted(split, class_weight: dict, where: str) -> data.Split:
+    """The training split with each example's weight times its class's, as Keras's
+    `fit(class_weight=...)`: sparse labels, one-hot labels (argmax) or 0/1 labels."""
+    if isinstance(split, stream.Stream):
+        raise UserError(
+            f"{where}: CLASS_WEIGHT applies to arrays, not yet to a tf.data.Dataset; return "
+            f"(x, y, sample_weight) arrays with the class weights in sample_weight"
+        )
+    y = split.y
+    classes = y.argmax(-1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(len(y))
+    classes = np.rint(classes).astype(np.int64)
+    missing = sorted(set(np.unique(classes).tolist()) - set(class_weight))
+    if missing:
+        raise UserError(
+            f"{where}: CLASS_WEIGHT has no weight for class {missing[0]} (it names "
+            f"{sorted(class_weight)}); give every class of y_train a weight"
+        )
+    table = np.zeros(classes.max() + 1, np.float64)
+    for label, weight in class_weight.items():
+        if 0 <= label < len(table):
+            table[label] = weight
+    weights = table[classes] if split.w is None else table[classes] * split.w
+    return data.Split(split.x, split.y, weights.astype(np.float32))
