@@ -454,3 +454,95 @@ def test_weighted_metrics_are_refused_not_silently_ignored():
 
     with pytest.raises(UserError, match="compiled with weighted_metrics"):
         training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
+
+
+def test_validation_split_holds_out_the_last_fraction_and_reports_val_every_epoch(tmp_path):
+    config = Config(
+        batch_size=16,
+        epochs=2,
+        seed=3,
+        jit_compile=False,
+        dtype="float64",
+        validation_split=0.25,
+        model_dir=str(tmp_path),
+    )
+    result = training.run(config, load("binary_classifier_task"), strategy=cpu_strategy(2))
+    (x, y, w), _ = load("binary_classifier_task").load_data()
+    kept = int(len(y) * 0.75)  # 256 held out: Keras evaluate under 2 replicas wants even
+    keras_says = result.state.model.evaluate(  # sample weights, no class weights: as fit
+        x[kept:], y[kept:], sample_weight=w[kept:], batch_size=256, return_dict=True, verbose=0
+    )
+    assert result.summary["val_examples"] == len(y) - kept
+    for name in ("loss", "auc", "precision", "recall"):
+        assert result.summary[f"val_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+    logged = strict(tmp_path / "metrics.jsonl")
+    assert [("val_loss" in r, "val_auc" in r) for r in logged] == [(True, True)] * 2
+    assert (tmp_path / "tensorboard" / "validation").is_dir()
+
+
+def test_load_data_may_return_train_validation_and_test():
+    module = load("loss_scale_sgd", LOSS_SCALE=False)
+    (x, y), test = module.load_data()
+    module.load_data = lambda: ((x[:768], y[:768]), (x[768:], y[768:]), test)
+    config = Config(batch_size=16, epochs=1, seed=3, jit_compile=False, dtype="float64")
+    result = training.run(config, module, strategy=cpu_strategy(2))
+    keras_says = result.state.model.evaluate(x[768:], y[768:], return_dict=True, verbose=0)
+    assert result.summary["val_examples"] == 256
+    assert result.summary["val_loss"] == pytest.approx(keras_says["loss"], abs=1e-6)
+    assert result.summary["val_accuracy"] == pytest.approx(keras_says["accuracy"], abs=1e-6)
+    both = dataclasses.replace(config, validation_split=0.1)
+    with pytest.raises(UserError, match="returns a validation split and --validation_split"):
+        training.run(both, module, strategy=cpu_strategy(1))
+
+
+@pytest.mark.cluster
+def test_two_workers_with_stateful_metrics_weights_and_validation_equal_one_device(tmp_path):
+    """MultiWorkerMirroredStrategy, 2 real processes: AUC/Precision/Recall states and the
+    validation pass are collectives there; the run must equal one device's."""
+    example = str(path_of("binary_classifier_task"))
+    common = [
+        "--epochs=2",
+        "--seed=3",
+        "--nojit_compile",
+        "--dtype=float64",
+        "--validation_split=0.25",
+        "--startup_timeout=120",
+    ]
+
+    def args(task: str) -> list[str]:
+        return [
+            f"--task={example}",
+            "--strategy=multi_worker_mirrored",
+            "--batch_size=16",
+            *common,
+            f"--model_dir={tmp_path / task.replace(':', '_')}",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
+    )
+    tails = "\n".join(f.tail() for f in finished.values())
+    assert all(f.returncode == 0 for f in finished.values()), tails
+    assert support.digests(finished["worker:0"])["workers"] == "2", tails
+    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
+    config = Config(
+        task=example,
+        batch_size=32,
+        epochs=2,
+        seed=3,
+        jit_compile=False,
+        dtype="float64",
+        validation_split=0.25,
+    )
+    one = training.run(config, strategy=cpu_strategy(1)).summary
+    assert (cluster["num_workers"], cluster["global_batch"]) == (2, 32)
+    for key in (
+        "val_loss",
+        "val_auc",
+        "val_precision",
+        "test_loss",
+        "test_auc",
+        "test_recall",
+        "train_loss",
+    ):
+        assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9), key

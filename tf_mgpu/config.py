@@ -28,6 +28,9 @@ class Config:
     model_dir: str | None = None  # None: write nothing
     train_split: str = "train"
     test_split: str = "test"
+    # The last this fraction of the training arrays, held out for validation as Keras's
+    # fit(validation_split=...) does; 0: none (or load_data's own validation split).
+    validation_split: float = 0.0
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
     peer_timeout: float = 60.0  # seconds a worker waits for progress once training

@@ -189,6 +189,15 @@ _WARMUP_EPOCHS = flags.DEFINE_float(
     "the scaled rate.",
     lower_bound=0.0,
 )
+_VALIDATION_SPLIT = flags.DEFINE_float(
+    "validation_split",
+    0.0,
+    "Hold out the last this fraction of the training split (before shuffling, as Keras's "
+    "fit does) and report val_loss and val_<metric> every epoch. A task's load_data() "
+    "may instead return (train, validation, test).",
+    lower_bound=0.0,
+    upper_bound=0.9,
+)
 _MEMORY_GROWTH = flags.DEFINE_boolean(
     "memory_growth",
     True,
@@ -233,6 +242,7 @@ _ALL_FLAGS = (
     _ACCUMULATION_STEPS,
     _SCALE_LR,
     _WARMUP_EPOCHS,
+    _VALIDATION_SPLIT,
     _MEMORY_GROWTH,
     _COMPILE_CACHE,
 )

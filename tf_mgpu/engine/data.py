@@ -47,6 +47,32 @@ class Split:
 class Data:
     train: Split
     test: Split
+    validation: Split | None = None  # evaluated every epoch as val_*, when there is one
+
+
+def held_out(datasets: Data, fraction: float, where: str) -> Data:
+    """The last `fraction` of the training arrays as the validation split, as Keras's
+    `fit(validation_split=...)` takes it (before any shuffling)."""
+    if not fraction:
+        return datasets
+    if datasets.validation is not None:
+        raise UserError(
+            f"{where}: load_data() returns a validation split and --validation_split is "
+            f"{fraction:g}; drop one of the two"
+        )
+    if not isinstance(datasets.train, Split):
+        raise UserError(
+            f"--validation_split holds out arrays; {where} gives a tf.data.Dataset: return "
+            f"(train, validation, test) from load_data() instead"
+        )
+    kept = int(len(datasets.train) * (1 - fraction))
+    if kept in (0, len(datasets.train)):
+        raise UserError(
+            f"--validation_split={fraction:g} of {len(datasets.train):,} training examples "
+            f"leaves one side empty; choose a fraction that splits them"
+        )
+    train = datasets.train
+    return Data(train.take(slice(0, kept)), datasets.test, train.take(slice(kept, None)))
 
 
 def identity(x):

@@ -104,7 +104,8 @@ def materialized(datasets: data.Data) -> data.Data:
     def whole(split):
         return split.in_memory() if isinstance(split, Stream) else split
 
-    return data.Data(train=whole(datasets.train), test=whole(datasets.test))
+    validation = None if datasets.validation is None else whole(datasets.validation)
+    return data.Data(train=whole(datasets.train), test=whole(datasets.test), validation=validation)
 
 
 def streams(datasets: data.Data) -> bool:

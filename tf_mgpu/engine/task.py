@@ -88,19 +88,25 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
 def check_data(datasets: data.Data, where: str) -> None:
     """UserError for data no model can train on: a non-finite value, or a test split
     whose examples are shaped unlike the training split's."""
-    for name, split in (("train", datasets.train), ("test", datasets.test)):
+    for name, split in _named_splits(datasets):
         for key, bad in _nonfinite(split).items():
             if bad:
                 raise UserError(
                     f"{where}: {key}_{name} holds {bad:,} non-finite values (NaN or inf); "
                     f"clean or impute them in load_data()"
                 )
-    train, test = _shapes(datasets.train), _shapes(datasets.test)
-    if train != test:
-        raise UserError(
-            f"{where}: the test split's examples are shaped {test}, the training split's "
-            f"{train}; load_data() must return both splits in one form"
-        )
+    train = _shapes(datasets.train)
+    for name, split in _named_splits(datasets)[1:]:
+        if _shapes(split) != train:
+            raise UserError(
+                f"{where}: the {name} split's examples are shaped {_shapes(split)}, the "
+                f"training split's {train}; load_data() must return every split in one form"
+            )
+
+
+def _named_splits(datasets: data.Data) -> list:
+    named = [("train", datasets.train), ("test", datasets.test)]
+    return named + ([("validation", datasets.validation)] if datasets.validation else [])
 
 
 def _nonfinite(split) -> dict:
@@ -137,7 +143,7 @@ def check_labels(classes: int | None, datasets: data.Data, where: str) -> None:
     `classes` outputs) lie in [0, classes)."""
     if classes is None:
         return
-    for name, split in (("train", datasets.train), ("test", datasets.test)):
+    for name, split in _named_splits(datasets):
         low, high, integral = _label_range(split)
         if not integral:
             raise UserError(

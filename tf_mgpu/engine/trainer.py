@@ -142,16 +142,17 @@ def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
     return tf.cast(tf.add_n(losses), dtype) if losses else None
 
 
-def replica_eval_step(state: TrainState, x, y, weights, w=None) -> None:
+def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=None) -> None:
     """Sums the test loss as Keras's `evaluate` reports it: the compiled loss (times the
     sample weights `w`, if any) plus the regularization losses, and every metric
-    (unweighted by `w`, as Keras's compiled `metrics` are). `weights` is 0 for padding."""
+    (unweighted by `w`, as Keras's compiled `metrics` are) into `sums`. `weights` is 0
+    for padding."""
     y_pred = _outputs(state, x, training=False)
     per_example = _weighted(state.objective.loss(y, y_pred), w)
     regularization = _regularization(state, per_example.dtype)
     if regularization is not None:
         per_example += regularization
-    state.test_sums.update(per_example, y, y_pred, weights)
+    sums.update(per_example, y, y_pred, weights)
 
 
 class Trainer:
@@ -193,7 +194,12 @@ class Trainer:
             warmup_steps=round(config.warmup_epochs * self.train_steps),
             where=task.where,
         )
-        self._train = self._eval = None
+        # What each epoch evaluates, in order: the validation split if any, then the test split.
+        self._evaluated = {"test": (datasets.test, self.state.test_sums)}
+        if datasets.validation is not None:
+            self._evaluated = {"val": (datasets.validation, self._sums_for(datasets.validation))}
+            self._evaluated["test"] = (datasets.test, self.state.test_sums)
+        self._train = self._evals = None
         self.call_seconds = 0.0  # spent in training calls so far, in this process
         self.eval_seconds = 0.0  # and in evaluation calls
 
@@ -233,7 +239,10 @@ class Trainer:
                 self.global_batch,
                 accumulation_steps=config.accumulation_steps,
             )
-        eval_step = functools.partial(replica_eval_step, self.state)
+        self._evals = {
+            prefix: (self._eval_loop(split, sums), sums)
+            for prefix, (split, sums) in self._evaluated.items()
+        }
         if self.input == "resident":
             self._train = loop.ResidentTrain(
                 strategy,
@@ -242,14 +251,6 @@ class Trainer:
                 global_batch=self.global_batch,
                 per_replica=self.per_replica,
                 seed=config.seed,
-                scope=self.jit_scope,
-                preprocess=self.task.preprocess,
-            )
-            self._eval = loop.ResidentEval(
-                strategy,
-                eval_step,
-                datasets.test,
-                global_batch=self.eval_batch,
                 scope=self.jit_scope,
                 preprocess=self.task.preprocess,
             )
@@ -265,17 +266,42 @@ class Trainer:
                 first_step=step,
                 preprocess=self.task.preprocess,
             )
-            eval_fn = functools.partial(
-                stream.eval_dataset, datasets.test, self.eval_batch, preprocess=self.task.preprocess
-            )
             self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
-            self._eval = loop.StreamEval(
-                strategy,
+
+    def _sums_for(self, split) -> metrics.Sums:
+        """Sums of the compiled loss and metrics over another split (validation), built
+        in the strategy's scope on two of its examples."""
+        with self._strategy.scope():
+            sums = metrics.Sums("val", self.state.objective.metrics)
+            if sums.stateful:
+                sample = split.take(slice(0, 2))
+                y_pred = output_float32(self.state.model(self.task.preprocess(sample.x)))
+                sums.build(tf.constant(sample.y), y_pred)
+        return sums
+
+    def _eval_loop(self, split, sums: metrics.Sums):
+        """The compiled pass over every example of `split`, summing into `sums`."""
+        eval_step = functools.partial(replica_eval_step, self.state, sums)
+        preprocess = self.task.preprocess
+        if self.input == "resident":
+            return loop.ResidentEval(
+                self._strategy,
                 eval_step,
-                eval_fn,
-                steps=data.eval_steps(len(datasets.test), self.eval_batch),
+                split,
+                global_batch=self.eval_batch,
                 scope=self.jit_scope,
+                preprocess=preprocess,
             )
+        eval_fn = functools.partial(
+            stream.eval_dataset, split, self.eval_batch, preprocess=preprocess
+        )
+        return loop.StreamEval(
+            self._strategy,
+            eval_step,
+            eval_fn,
+            steps=data.eval_steps(len(split), self.eval_batch),
+            scope=self.jit_scope,
+        )
 
     def compile(self) -> float:
         """Traces and compiles the training and evaluation calls by running each for no step.
@@ -290,7 +316,8 @@ class Trainer:
         started = time.perf_counter()
         epoch, step = self.position()
         self._train.run(epoch, step, 0)
-        self._eval.run(count=0)
+        for evaluation, _ in self._evals.values():
+            evaluation.run(count=0)
         return time.perf_counter() - started
 
     def train_epoch(self, between_calls=lambda last: None) -> dict:
@@ -336,11 +363,16 @@ class Trainer:
         )
 
     def evaluate(self) -> dict:
-        """The loss and every compiled metric over every test example, summed over every replica."""
-        if self._eval is None:
+        """The loss and every compiled metric over every validation example (`val_*`, if
+        there is a validation split) and every test example (`test_*`), summed over every
+        replica."""
+        if self._evals is None:
             self._build_loops()
-        self.state.test_sums.reset()
-        started = time.perf_counter()
-        self._eval.run()
-        self.eval_seconds += time.perf_counter() - started
-        return metrics.prefixed("test", self.state.test_sums.result())
+        results = {}
+        for prefix, (evaluation, sums) in self._evals.items():
+            sums.reset()
+            started = time.perf_counter()
+            evaluation.run()
+            self.eval_seconds += time.perf_counter() - started
+            results.update(metrics.prefixed(prefix, sums.result()))
+        return results

@@ -49,9 +49,11 @@ def start_line(
 
 def epoch_line(record: dict, epochs: int) -> str:
     width = len(str(epochs))
+    validation = f"  {values(record, 'val', loss_first=True)}" if "val_loss" in record else ""
     return (
         f"epoch {record['epoch']:{width}d}/{epochs}"
-        f"  {values(record, 'train', loss_first=True)}  {values(record, 'test', loss_first=True)}"
+        f"  {values(record, 'train', loss_first=True)}{validation}"
+        f"  {values(record, 'test', loss_first=True)}"
         f"  {record['examples_per_second']:,.0f} ex/s  {record['seconds']:.1f} s"
     )
 

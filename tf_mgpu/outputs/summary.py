@@ -62,7 +62,7 @@ def summary(
         "config": dataclasses.asdict(config),
         "history": history,
         # test_loss, test_<metric> for every compiled metric, test_examples
-        **{key: value for key, value in history[-1].items() if key.startswith("test_")},
+        **{key: value for key, value in history[-1].items() if key.startswith(("test_", "val_"))},
         "train_seconds": train_seconds,
         "examples_per_second": sum(r["train_examples"] for r in history) / train_seconds,
         "steady_examples_per_second": sum(r["train_examples"] for r in steady)

@@ -27,6 +27,8 @@ from tensorboard.plugins.hparams import api as hp
 
 DIRECTORY = "tensorboard"
 RUNS = ("train", "test")
+# An epoch record's key prefix -> its TensorBoard run; "validation" as Keras's callback names it.
+_RUN_OF = {"train": "train", "val": "validation", "test": "test"}
 
 
 def _hparams_metrics(names) -> list:
@@ -77,12 +79,17 @@ class Summaries:
         """An epoch's train and test loss and every metric, at the step that ended it."""
         if self.directory is None:
             return
-        for run in RUNS:
+        for prefix, run in _RUN_OF.items():
+            scalars = {
+                key[len(prefix) + 1 :]: value
+                for key, value in record.items()
+                if key.startswith(f"{prefix}_") and key != f"{prefix}_examples"
+            }
+            if not scalars:
+                continue
             with self._writer(run).as_default(step=step):
-                for key, value in record.items():
-                    name = key[len(run) + 1 :]
-                    if key.startswith(f"{run}_") and name != "examples":
-                        tf.summary.scalar(f"epoch_{name}", value)
+                for name, value in scalars.items():
+                    tf.summary.scalar(f"epoch_{name}", value)
         self.flush()
 
     def flush(self) -> None:

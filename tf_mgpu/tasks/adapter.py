@@ -91,10 +91,12 @@ def adapt(module, *, name: str, where: str) -> Task:
 
     def load(config: Config) -> data.Data:
         returned = load_data(config) if takes_config else load_data()
-        loaded = to_data(returned, where)
+        # Held out before class weights, which weight training only (as Keras's fit).
+        loaded = data.held_out(to_data(returned, where), config.validation_split, where)
         if class_weight is None:
             return loaded
-        return data.Data(train=_class_weighted(loaded.train, class_weight, where), test=loaded.test)
+        weighted = _class_weighted(loaded.train, class_weight, where)
+        return data.Data(train=weighted, test=loaded.test, validation=loaded.validation)
 
     return Task(
         name=name,
@@ -133,13 +135,19 @@ def to_data(returned, where: str) -> data.Data:
     """load_data's result as two splits (arrays in memory, or a tf.data.Dataset streamed);
     UserError if it has another form."""
     try:
-        train, test = returned
+        train, *validation, test = returned
+        if len(validation) > 1:
+            raise ValueError
     except (TypeError, ValueError):
         raise UserError(
             f"{where}: load_data() returned {type(returned).__name__}; it must return "
-            f"(x_train, y_train), (x_test, y_test)"
+            f"(x_train, y_train), (x_test, y_test), or three splits: train, validation, test"
         ) from None
-    loaded = data.Data(train=_split(train, where, "train"), test=_split(test, where, "test"))
+    loaded = data.Data(
+        train=_split(train, where, "train"),
+        test=_split(test, where, "test"),
+        validation=_split(validation[0], where, "validation") if validation else None,
+    )
     check_data(loaded, where)
     return loaded
 
