@@ -76,7 +76,7 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
         (["--mwms_batches=129"], "129 is not an even global batch"),
         (
             ["--variant=horovod"],
-            "<seed_torch|keras_fit|xla_floor|keras_fit_task|task_floor|compute>",
+            "<seed_torch|keras_fit|xla_floor|keras_fit_task|keras_fit_task_bf16|task_floor|compute>",
         ),
         (["--rounds=0"], "rounds"),
     ],

@@ -114,7 +114,7 @@ def run_reference(settings: variants.Settings) -> None:
 
 def run_benchmark(settings: variants.Settings) -> bool:
     """Runs the benchmark; True if every run succeeded."""
-    plan = variants.select(_ONLY.value, mwms_batches(), settings.task)
+    plan = variants.select(_ONLY.value, mwms_batches(), settings.task, runner.bf16_support())
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_"))
     report = runner.run(plan, settings, _ROUNDS.value, out, echo=_echo)
     return not report["failures"]

@@ -74,3 +74,31 @@ def test_another_task_runs_keras_fit_of_it_and_three_xla_choices_and_passes_the_
 def test_bad_selections_are_user_errors_naming_the_value(only, batches, message):
     with pytest.raises(UserError, match=message):
         variants.select(only, batches)
+
+
+def test_a_task_bench_sets_bf16_against_float32_and_bounds_it_only_with_amx():
+    names = ["tf_mgpu", "tf_mgpu_bf16", "keras_fit_task", "keras_fit_task_bf16"]
+    for bf16, bound in (("AMX", 1.8), ("AVX512_BF16", None), ("none", None)):
+        plan = variants.select(names, [128], task="mnist_cnn", bf16=bf16)
+        ratios = {t.label: t for t in plan.targets}
+        own = ratios["steady ex/s, tf_mgpu bf16 / float32"]
+        assert (own.a, own.b, own.bound) == ("tf_mgpu_bf16", "tf_mgpu", bound), bf16
+        against_fit = ratios["steady ex/s, tf_mgpu bf16 / keras_fit_task bf16"]
+        assert (against_fit.op, against_fit.bound) == (">=", 1.0)
+        assert "test accuracy, tf_mgpu bf16 - float32" in ratios
+
+
+@pytest.mark.parametrize(
+    ("flags", "support"),
+    [
+        ("fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile", "AMX"),
+        ("fpu avx2 avx512f avx512_bf16", "AVX512_BF16"),
+        ("fpu avx2 fma", "none"),
+    ],
+)
+def test_the_cpus_bf16_support_is_read_from_its_flags(tmp_path, flags, support):
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n")
+    assert runner.bf16_support(str(cpuinfo)) == support
+    assert runner.bf16_support(str(tmp_path / "absent")) == "none"

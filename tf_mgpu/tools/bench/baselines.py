@@ -26,7 +26,14 @@ from tf_mgpu import strict_json
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import splits
 
-REFERENCES = ("seed_torch", "keras_fit", "xla_floor", "keras_fit_task", "task_floor")
+REFERENCES = (
+    "seed_torch",
+    "keras_fit",
+    "xla_floor",
+    "keras_fit_task",
+    "keras_fit_task_bf16",
+    "task_floor",
+)
 RESULT_PREFIX = "tf_mgpu bench result: "
 BATCH_SIZE = 64
 LEARNING_RATE = 0.01
@@ -57,6 +64,12 @@ def run(
         from tf_mgpu.tools.bench import task_fit
 
         return task_fit.keras_fit_task(task, data_dir, manual_dir, epochs, train_split, test_split)
+    if name == "keras_fit_task_bf16":
+        from tf_mgpu.tools.bench import task_fit
+
+        return task_fit.keras_fit_task(
+            task, data_dir, manual_dir, epochs, train_split, test_split, "mixed_bfloat16"
+        )
     if name == "task_floor":
         from tf_mgpu.tools.bench import task_fit
 

@@ -181,11 +181,26 @@ def environment() -> dict:
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
         "cpu": _cpu_model(),
+        "bf16": bf16_support(),
         "cores": os.cpu_count(),
         "load_average": os.getloadavg(),
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES},
     }
+
+
+def bf16_support(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's bfloat16 support, from its flags: 'AMX' (amx_bf16), 'AVX512_BF16' or 'none'."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next(
+                (line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []
+            )
+    except OSError:
+        flags = []
+    if "amx_bf16" in flags:
+        return "AMX"
+    return "AVX512_BF16" if "avx512_bf16" in flags else "none"
 
 
 def _cpu_model() -> str:

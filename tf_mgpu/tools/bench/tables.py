@@ -24,7 +24,8 @@ def header(env: dict, settings: Settings, rounds: int, count: int) -> str:
     return "\n".join(
         [
             f"tf_mgpu benchmark  {env['date']}  host {env['hostname']}",
-            f"cpu: {env['cpu']}, {env['cores']} cores, load average {load}",
+            f"cpu: {env['cpu']}, {env['cores']} cores, bf16: {env.get('bf16', 'unknown')}, "
+            f"load average {load}",
             f"python {env['python']}, {packages}",
             f"{rounds} rounds x {count} variants, each run in a fresh process, order rotated "
             f"per round; epochs={settings.epochs} train_split={settings.train_split} "

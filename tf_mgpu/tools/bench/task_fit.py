@@ -17,8 +17,11 @@ from tf_mgpu.engine import stream
 from tf_mgpu.tools.bench import baselines
 
 
-def prepared(task: str, data_dir, manual_dir, train_split: str, test_split: str):
-    """(the task's record, its data as arrays, its compiled model, the host-side preprocess)."""
+def prepared(
+    task: str, data_dir, manual_dir, train_split: str, test_split: str, dtype: str | None = None
+):
+    """(the task's record, its data as arrays, its compiled model, the host-side preprocess);
+    `dtype`: a Keras dtype policy instead of the task's own."""
     import keras
     import tensorflow as tf
 
@@ -34,7 +37,7 @@ def prepared(task: str, data_dir, manual_dir, train_split: str, test_split: str)
     )
     datasets = stream.materialized(record.load_data(config))  # fit gets arrays
     keras.utils.set_random_seed(config.seed)
-    keras.config.set_dtype_policy(record.dtype)  # as tf_mgpu builds it: the task's policy
+    keras.config.set_dtype_policy(dtype or record.dtype)  # as tf_mgpu builds it
     net = record.build_model()
 
     def host(x):  # the task's preprocess (identity unless it defines one), on the host
@@ -55,8 +58,9 @@ def keras_fit_task(
     epochs: int,
     train_split: str = "train",
     test_split: str = "test",
+    dtype: str | None = None,
 ) -> dict:
-    _, datasets, net, host = prepared(task, data_dir, manual_dir, train_split, test_split)
+    _, datasets, net, host = prepared(task, data_dir, manual_dir, train_split, test_split, dtype)
     timer = baselines.epoch_timer()
     started = time.perf_counter()
     x_train = host(datasets.train.x)

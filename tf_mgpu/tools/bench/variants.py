@@ -143,7 +143,49 @@ TASK_TABLE = (
         "task_floor",
         "the task's model in the plainest tf.function step: no strategy, XLA or metrics, batch 64",
     ),
+    Variant("tf_mgpu_bf16", "--dtype=mixed_bfloat16", ("--dtype=mixed_bfloat16",)),
+    Variant("keras_fit_task_bf16", "Keras model.fit of the task in mixed_bfloat16, batch 64"),
 )
+# mixed_bfloat16 against float32, each loop against itself, and tf_mgpu against fit at bf16.
+# bf16 pays on CPUs with AMX (Intel); `bf16_targets` bounds it there (issue 22: >= 1.8x).
+BF16_TARGETS = (
+    Comparison(
+        "steady ex/s, tf_mgpu bf16 / keras_fit_task bf16",
+        "tf_mgpu_bf16",
+        "keras_fit_task_bf16",
+        FIGURES[0],
+        ">=",
+        1.0,
+    ),
+    Comparison("steady ex/s, tf_mgpu bf16 / float32", "tf_mgpu_bf16", "tf_mgpu", FIGURES[0]),
+    Comparison(
+        "steady ex/s, keras_fit_task bf16 / float32",
+        "keras_fit_task_bf16",
+        "keras_fit_task",
+        FIGURES[0],
+    ),
+    Comparison(
+        "test accuracy, tf_mgpu bf16 - float32", "tf_mgpu_bf16", "tf_mgpu", "test_accuracy", "±"
+    ),
+    Comparison(
+        "test accuracy, keras_fit_task bf16 - float32",
+        "keras_fit_task_bf16",
+        "keras_fit_task",
+        "test_accuracy",
+        "±",
+    ),
+)
+
+
+def bf16_targets(bf16: str) -> tuple[Comparison, ...]:
+    """The bf16 comparisons for a CPU whose bfloat16 support is `bf16` ('AMX',
+    'AVX512_BF16' or 'none'): with AMX, bf16 must reach 1.8x float32."""
+    if bf16 != "AMX":
+        return BF16_TARGETS
+    bounded = dataclasses.replace(BF16_TARGETS[1], op=">=", bound=1.8)
+    return (BF16_TARGETS[0], bounded, *BF16_TARGETS[2:])
+
+
 TASK_TARGETS = (
     Comparison(
         "steady ex/s, tf_mgpu / keras_fit_task", "tf_mgpu", "keras_fit_task", FIGURES[0], ">=", 1.8
@@ -242,7 +284,10 @@ class Plan:
 
 
 def select(
-    only: Sequence[str] | None, mwms_batches: Sequence[int], task: str = "mnist_mlp"
+    only: Sequence[str] | None,
+    mwms_batches: Sequence[int],
+    task: str = "mnist_mlp",
+    bf16: str = "none",
 ) -> Plan:
     """The Plan for `--only` names, or everything.
 
@@ -270,7 +315,7 @@ def select(
         for variant in pairs[name][0] if name in pairs else [table[name]]:
             variants.setdefault(variant.name, variant)
     scaling = [pairs[name][1] for name in names if name in pairs]
-    given = TARGETS if task == "mnist_mlp" else TASK_TARGETS
+    given = TARGETS if task == "mnist_mlp" else (*TASK_TARGETS, *bf16_targets(bf16))
     # The given ones all show (those without a bound for information); a scaling pair
     # without one shows in the scaling section only.
     targets = [*given, *(t for t in scaling if t.op is not None)]
