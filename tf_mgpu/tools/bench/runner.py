@@ -292,9 +292,10 @@ def measure(
             _probe_startup(found, round_index, round_dir / "startup", label, echo)
         if "compute" in plan.probes:
             _probe_compute(found, settings, round_index, round_dir / "compute", label, echo)
+        width = max(len(v.name) for v in plan.variants) + 2 if plan.variants else 0
         for variant in rotated(plan.variants, round_index):
             run_dir = round_dir / variant.name
-            prefix = f"{label}{variant.name:<16}"
+            prefix = f"{label}{variant.name:<{width}}"
             try:
                 measured = run_variant(variant, settings, round_index, run_dir)
             except RunError as e:
