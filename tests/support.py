@@ -195,6 +195,23 @@ def checkpoint_steps(model_dir: pathlib.Path) -> list[int]:
     return sorted(int(p.name[len("ckpt-") : -len(".index")]) for p in found)
 
 
+def kill_mid_epoch(args: list[str], log_dir, model_dir: pathlib.Path, steps_per_epoch: int) -> int:
+    """Starts a run, SIGKILLs it once it has saved mid-epoch; returns its newest checkpoint."""
+    run = Started(args, log_dir, name="killed")
+    try:
+        wait_until(
+            lambda: any(s % steps_per_epoch for s in checkpoint_steps(model_dir)),
+            timeout=120,
+            what="a mid-epoch checkpoint",
+        )
+        run.signal_group(signal.SIGKILL)
+    finally:
+        killed = run.wait(30)
+    assert killed.returncode == -signal.SIGKILL, killed.tail()
+    assert not (model_dir / "summary.json").exists(), "the run finished before the kill"
+    return checkpoint_steps(model_dir)[-1]
+
+
 def error_lines(finished: Finished) -> list[str]:
     """The lines tf_mgpu itself printed to stderr (TensorFlow's own start-up lines aside)."""
     return [line for line in finished.stderr.splitlines() if line.startswith("tf_mgpu: ")]

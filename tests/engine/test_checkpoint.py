@@ -1,7 +1,6 @@
 """Checkpoints: what they hold, how they fail, and exact resume after a real SIGKILL."""
 
 import json
-import signal
 
 import pytest
 import tensorflow as tf
@@ -134,28 +133,11 @@ def small_run(data_dir: str, model_dir=None, *extra: str) -> list[str]:
     ]
 
 
-def kill_mid_epoch(args: list[str], log_dir, model_dir) -> int:
-    """Starts a run, SIGKILLs it once it has saved mid-epoch; returns its newest checkpoint."""
-    run = support.Started(args, log_dir, name="killed")
-    try:
-        support.wait_until(
-            lambda: any(s % STEPS_PER_EPOCH for s in support.checkpoint_steps(model_dir)),
-            timeout=120,
-            what="a mid-epoch checkpoint",
-        )
-        run.signal_group(signal.SIGKILL)
-    finally:
-        killed = run.wait(30)
-    assert killed.returncode == -signal.SIGKILL, killed.tail()
-    assert not (model_dir / "summary.json").exists(), "the run finished before the kill"
-    return support.checkpoint_steps(model_dir)[-1]
-
-
 def assert_resumes_to_the_same_weights(tmp_path, data_dir, reference_run, *extra: str) -> None:
     reference, _ = reference_run(small_run(data_dir, None, *extra))
     model_dir = tmp_path / "run"
     args = small_run(data_dir, model_dir, *extra)
-    latest = kill_mid_epoch(args, tmp_path / "logs", model_dir)
+    latest = support.kill_mid_epoch(args, tmp_path / "logs", model_dir, STEPS_PER_EPOCH)
     resumed = support.run_main(args, tmp_path / "resumed_logs", 240)
     assert resumed.returncode == 0, resumed.tail()
     epoch, step = divmod(latest, STEPS_PER_EPOCH)

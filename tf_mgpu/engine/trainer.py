@@ -1,12 +1,8 @@
-"""Per-replica steps of any task, and the compiled loops that run them.
+"""The Trainer: a task's training state, its compiled loops, and the epoch's calls.
 
-The step maths live here, not in the task: the loss of each replica is the
-sum of its per-example losses divided by the global batch, plus the
-model's regularization losses divided by the number of replicas, so the
-all-reduced gradient is that of the mean loss over the global batch with
-the regularization counted once. That is what makes N replicas train like
-one device, whatever the compiled loss object's own reduction. What the
-steps change is `tf_mgpu.engine.state.TrainState`.
+The per-replica step maths live in `tf_mgpu.engine.steps`; this module builds
+the state, feeds the loops (`tf_mgpu.engine.loop`) as `config.input` says,
+and runs an epoch's calls, evaluations and reads.
 """
 
 import functools
@@ -16,143 +12,10 @@ import tensorflow as tf
 
 from tf_mgpu.config import Config
 from tf_mgpu.engine import data, jit, loop, metrics, schedules, stream
-from tf_mgpu.engine.state import TrainState, create_state, replica_streams
+from tf_mgpu.engine.state import create_state
+from tf_mgpu.engine.steps import replica_eval_step, replica_own_step, replica_train_step
 from tf_mgpu.engine.task import Task, check_labels, output_float32
 from tf_mgpu.errors import Diverged, UserError
-
-
-def _outputs(state: TrainState, x, training: bool):
-    return output_float32(state.model(x, training=training))
-
-
-def _weighted(per_example: tf.Tensor, w) -> tf.Tensor:
-    """Each example's loss times its sample weight (Keras's `sample_weight`), if any."""
-    return per_example if w is None else per_example * tf.cast(w, per_example.dtype)
-
-
-def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y, w=None):
-    """This replica's share of the gradient of the mean loss over the global batch,
-    and whether its loss was finite. With sample weights `w`, the loss is the sum of
-    the weighted losses divided by the global batch, as Keras's default reduction."""
-    with tf.GradientTape() as tape, replica_streams(state):
-        y_pred = _outputs(state, x, training=True)
-        per_example = _weighted(state.objective.loss(y, y_pred), w)
-        loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        regularization = _regularization(state, per_example.dtype)
-        if regularization is not None:  # once per step over all replicas
-            loss += tf.nn.scale_regularization_loss(regularization) / accumulation_steps
-            per_example += regularization  # reported as Keras reports it
-        # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
-        # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
-        scaled = state.optimizer.scale_loss(loss)
-    state.train_sums.update(per_example, y, y_pred)
-    return tape.gradient(scaled, state.model.trainable_variables), tf.math.is_finite(loss)
-
-
-def replica_train_step(
-    state: TrainState, global_batch: int, x, y, w=None, accumulation_steps: int = 1
-) -> tf.Tensor:
-    """One optimizer step on one replica's share of a global batch.
-
-    The optimizer sums gradients over replicas, so every replica applies the
-    gradient of the mean loss over the whole global batch.
-
-    With `accumulation_steps` K > 1 the share arrives as K micro-batches
-    (consecutive runs of `len(y) / K` examples): their gradients are summed
-    here, one at a time, so only one micro-batch's activations live at once,
-    and the optimizer all-reduces and applies once per step.
-
-    Returns whether this replica's loss was finite.
-    """
-    variables = state.model.trainable_variables
-    gradients = functools.partial(_gradients, state, global_batch, accumulation_steps)
-    if accumulation_steps == 1:
-        grads, finite = gradients(x, y, w)
-    else:
-        micro = y.shape[0] // accumulation_steps
-
-        def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
-            rows = j * micro + tf.range(micro)
-            w_rows = None if w is None else tf.gather(w, rows)
-            more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows), w_rows)
-            return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
-
-        _, grads, finite = tf.while_loop(
-            lambda j, *_: j < accumulation_steps,
-            add,
-            (tf.constant(0), [tf.zeros_like(v) for v in variables], tf.constant(True)),
-        )
-    if _reduces_first(state.optimizer):
-        grads = _global_on_first_replica(grads)
-    state.optimizer.apply_gradients(zip(grads, variables, strict=True))
-    if state.steps is not None:
-        state.steps.assign_add(1)
-    return finite
-
-
-def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
-    """One step of the model's own `train_step` on one replica's share of a global batch.
-
-    Keras's `fit` runs the same call inside `strategy.run`: the step decides how
-    its loss is reduced (Keras's `compute_loss` divides the compiled loss by the
-    replica count) and applies the optimizer, which sums the replicas' gradients.
-    Returns whether the loss it reports is finite (True if it reports none).
-    """
-    with replica_streams(state):
-        logs = state.model.train_step((x, y) if w is None else (x, y, w))
-    state.train_sums.count(tf.shape(y)[0])
-    state.steps.assign_add(1)
-    loss = logs.get("loss") if isinstance(logs, dict) else None
-    if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
-        return tf.constant(True)
-    return tf.reduce_all(tf.math.is_finite(tf.cast(loss, tf.float32)))
-
-
-def _reduces_first(optimizer) -> bool:
-    """Whether the optimizer must see the global batch's gradient, not this replica's share.
-
-    Keras's optimizer clips each replica's share before it sums them, and a
-    LossScaleOptimizer decides to skip a step from the first local replica's
-    share: neither is what one device does (nor, for the skip, agreed between
-    workers). Given the global gradient, both act as on one device.
-    """
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return False
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    clips = inner.clipnorm or inner.global_clipnorm or inner.clipvalue
-    return bool(clips) or inner is not optimizer
-
-
-def _global_on_first_replica(grads: list) -> list:
-    """The global gradient on replica 0 and `g * 0` on the others, so that the optimizer,
-    which sums what every replica hands it, applies exactly the global gradient
-    (`g + 0 + ... + 0 == g`), clips and checks it where replica 0 holds all of it, and
-    every replica sees a non-finite gradient as non-finite (`inf * 0` is NaN)."""
-    context = tf.distribute.get_replica_context()
-    dense = [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices of an embedding too
-    total = context.all_reduce(tf.distribute.ReduceOp.SUM, dense)
-    first = tf.equal(context.replica_id_in_sync_group, 0)
-    return [g * tf.cast(first, g.dtype) for g in total]
-
-
-def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
-    """The model's regularization losses of the call just made, summed, or None."""
-    losses = state.model.losses
-    return tf.cast(tf.add_n(losses), dtype) if losses else None
-
-
-def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=None) -> None:
-    """Sums the test loss as Keras's `evaluate` reports it: the compiled loss (times the
-    sample weights `w`, if any) plus the regularization losses, and every metric
-    (unweighted by `w`, as Keras's compiled `metrics` are) into `sums`. `weights` is 0
-    for padding."""
-    y_pred = _outputs(state, x, training=False)
-    per_example = _weighted(state.objective.loss(y, y_pred), w)
-    regularization = _regularization(state, per_example.dtype)
-    if regularization is not None:
-        per_example += regularization
-    sums.update(per_example, y, y_pred, weights)
 
 
 class Trainer:

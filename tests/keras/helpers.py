@@ -1,0 +1,106 @@
+"""What the Keras-feature tests share: the ordinary Keras files they train, and comparisons.
+
+The files under tests/keras_files/ (and the `*_task` files of examples/) are written as a user
+writes them and know nothing of tf_mgpu. Equivalence runs are in float64, 1 device at a global
+batch of 32 against 2 replicas of 16, so they hold on any CPU.
+"""
+
+import dataclasses
+import json
+import pathlib
+
+import numpy as np
+import tensorflow as tf
+
+from tests import support
+from tests.support import ROOT, cpu_strategy
+from tests.test_training_tasks import import_file, weights
+from tf_mgpu import training
+from tf_mgpu.config import Config
+
+FILES = ROOT / "tests" / "keras_files"
+
+
+EXAMPLES = ROOT / "examples"
+
+
+FLOAT64 = Config(batch_size=16, epochs=2, seed=3, jit_compile=False, dtype="float64")
+
+
+def path_of(name: str) -> pathlib.Path:
+    """A file of tests/keras_files, or of examples/ (`*_task`)."""
+    return (EXAMPLES if name.endswith("_task") else FILES) / f"{name}.py"
+
+
+def load(name: str, **settings):
+    """The file `name` imported under a name of its own, with module constants changed."""
+    module = import_file(path_of(name), f"{name}_{abs(hash(repr(settings)))}")
+    for key, value in settings.items():
+        setattr(module, key, value)
+    return module
+
+
+def one_and_two(task, config: Config = FLOAT64):
+    """(the run on one device at twice the batch, the run on 2 replicas)."""
+    one = training.run(
+        dataclasses.replace(config, batch_size=2 * config.batch_size),
+        task,
+        strategy=cpu_strategy(1),
+    )
+    two = training.run(config, task, strategy=cpu_strategy(2))
+    return one, two
+
+
+def assert_same_weights(a, b, atol: float) -> None:
+    for x, y, weight in zip(
+        weights(a.state.model), weights(b.state.model), a.state.model.weights, strict=True
+    ):
+        np.testing.assert_allclose(x, y, atol=atol, rtol=0, err_msg=weight.path)
+
+
+def largest_difference(a, b) -> float:
+    return max(
+        np.abs(x - y).max()
+        for x, y in zip(weights(a.state.model), weights(b.state.model), strict=True)
+    )
+
+
+def strict(path: pathlib.Path) -> list:
+    """Every JSON value in `path` (one per line for .jsonl), refusing NaN and Infinity."""
+
+    def refuse(constant):
+        raise ValueError(f"{path.name} holds {constant}, which is not JSON")
+
+    lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+    return [json.loads(line, parse_constant=refuse) for line in lines if line.strip()]
+
+
+def trained_and_exported(name: str, tmp_path: pathlib.Path):
+    """The file `name` trained 2 epochs on 2 replicas into tmp_path: (result, its test x)."""
+    config = Config(
+        task=str(path_of(name)), batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path)
+    )
+    result = training.run(config, strategy=cpu_strategy(2))
+    module = import_file(path_of(name), f"{name}_data")
+    (_, _), (x_test, _) = module.load_data()
+    return result, x_test
+
+
+def serve(tmp_path: pathlib.Path, x) -> np.ndarray:
+    loaded = tf.saved_model.load(str(tmp_path / "saved_model"))  # held while it serves
+    return np.asarray(loaded.serve(tf.constant(x)))
+
+
+def kill_mid_epoch_then_resume(tmp_path, args: list[str], steps_per_epoch: int) -> None:
+    """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint and run again:
+    the same final weights."""
+    common = [*args, "--epochs=40", "--steps_per_loop=1", "--checkpoint_steps=8"]
+    reference = support.run_main([*common, f"--model_dir={tmp_path / 'ref'}"], tmp_path / "r", 300)
+    assert reference.returncode == 0, reference.tail()
+    model_dir = tmp_path / "run"
+    again = [*common, f"--model_dir={model_dir}"]
+    support.kill_mid_epoch(again, tmp_path / "logs", model_dir, steps_per_epoch)
+    resumed = support.run_main(again, tmp_path / "resumed", 300)
+    assert resumed.returncode == 0, resumed.tail()
+    assert "tf_mgpu resume: from" in resumed.stdout, resumed.tail()
+    assert support.digests(resumed) == support.digests(reference), resumed.tail()

@@ -1,0 +1,211 @@
+"""Stateful metrics, sample and class weights, and a validation split, on replicas and workers."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import support
+from tests.keras.helpers import (
+    FLOAT64,
+    assert_same_weights,
+    largest_difference,
+    load,
+    one_and_two,
+    path_of,
+    strict,
+)
+from tests.support import cpu_strategy
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.errors import UserError
+from tf_mgpu.tasks import adapter
+
+
+def test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate():
+    # 256 test examples over a global batch of 2 x 48: the last batch is padded, and each
+    # replica's share holds its own mix of positives, so a mean of the replicas' results
+    # (precision of each half) would differ from the result of their summed state.
+    task = load("binary_auc")
+    config = Config(batch_size=48, epochs=2, seed=3, jit_compile=False, dtype="float64")
+    one, two = one_and_two(task, config)
+    (_, _), (x_test, y_test) = task.load_data()
+    keras_says = two.state.model.evaluate(
+        x_test, y_test, batch_size=256, return_dict=True, verbose=0
+    )
+    for name in ("auc", "precision", "recall", "accuracy", "loss"):
+        assert two.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+        assert two.summary[f"test_{name}"] == pytest.approx(
+            one.summary[f"test_{name}"], abs=1e-6
+        ), name
+    assert 0.0 < two.summary["test_precision"] < 1.0
+    held = [getattr(v, "path", v.name) for v in two.state.checkpointed()["train_sums"]]
+    assert any("true_positives" in path for path in held), held
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"input": "stream"}, {"accumulation_steps": 2}],
+    ids=["resident", "stream", "accumulated"],
+)
+def test_sample_and_class_weights_on_two_replicas_equal_one_device(settings):
+    task = load("binary_classifier_task")
+    config = dataclasses.replace(FLOAT64, **settings)
+    one, two = one_and_two(task, config)
+    assert_same_weights(one, two, atol=1e-10)
+    unweighted = training.run(
+        dataclasses.replace(config, batch_size=32),
+        load("binary_classifier_task", CLASS_WEIGHT=None),
+        strategy=cpu_strategy(1),
+    )
+    assert largest_difference(one, unweighted) > 1e-2, "the weights changed nothing"
+
+
+def test_weighted_test_loss_equals_keras_evaluate_and_class_weights_raise_recall():
+    config = Config(batch_size=48, epochs=2, seed=3, jit_compile=False, dtype="float64")
+    weighted = training.run(config, load("binary_classifier_task"), strategy=cpu_strategy(2))
+    (_, _, _), (x_test, y_test, w_test) = load("binary_classifier_task").load_data()
+    keras_says = weighted.state.model.evaluate(
+        x_test, y_test, sample_weight=w_test, batch_size=256, return_dict=True, verbose=0
+    )
+    for name in ("loss", "auc", "precision", "recall"):
+        assert weighted.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+    plain = training.run(
+        config, load("binary_classifier_task", CLASS_WEIGHT=None), strategy=cpu_strategy(2)
+    )
+    assert weighted.summary["test_recall"] > plain.summary["test_recall"] + 0.1
+
+
+@pytest.mark.parametrize(
+    ("weights", "said"),
+    [
+        (lambda n: -np.ones(n), "sample_weight_train holds negative weights"),
+        (lambda n: np.ones((n, 2)), "sample_weight_train has shape"),
+        (lambda n: np.full(n, np.nan), "sample_weight_train holds"),
+    ],
+    ids=["negative", "shape", "nan"],
+)
+def test_bad_sample_weights_are_one_line(weights, said):
+    module = load("binary_classifier_task")
+    (x, y, _), test = module.load_data()
+    module.load_data = lambda: ((x, y, weights(len(y))), test)
+    with pytest.raises(UserError, match=said):
+        adapter.load(module).load_data(Config())
+
+
+def test_class_weight_missing_a_class_and_weighted_datasets_are_one_line():
+    module = load("binary_classifier_task", CLASS_WEIGHT={0: 1.0})
+    with pytest.raises(UserError, match="CLASS_WEIGHT has no weight for class 1"):
+        adapter.load(module).load_data(Config())
+    (x, y, w), test = load("binary_classifier_task").load_data()
+    module = load("binary_classifier_task", CLASS_WEIGHT=None)
+    module.load_data = lambda: (tf.data.Dataset.from_tensor_slices((x, y, w)), test)
+    with pytest.raises(UserError, match=r"yields \(x, y, sample_weight\) elements"):
+        adapter.load(module).load_data(Config())
+
+
+def test_weighted_metrics_are_refused_not_silently_ignored():
+    class Task:
+        load_data = staticmethod(load("binary_classifier_task").load_data)
+
+        @staticmethod
+        def build_model():
+            model = load("binary_classifier_task").build_model()
+            model.compile(optimizer="sgd", loss="binary_crossentropy", weighted_metrics=["auc"])
+            return model
+
+    with pytest.raises(UserError, match="compiled with weighted_metrics"):
+        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
+
+
+def test_validation_split_holds_out_the_last_fraction_and_reports_val_every_epoch(tmp_path):
+    config = Config(
+        batch_size=16,
+        epochs=2,
+        seed=3,
+        jit_compile=False,
+        dtype="float64",
+        validation_split=0.25,
+        model_dir=str(tmp_path),
+    )
+    result = training.run(config, load("binary_classifier_task"), strategy=cpu_strategy(2))
+    (x, y, w), _ = load("binary_classifier_task").load_data()
+    kept = int(len(y) * 0.75)  # 256 held out: Keras evaluate under 2 replicas wants even
+    keras_says = result.state.model.evaluate(  # sample weights, no class weights: as fit
+        x[kept:], y[kept:], sample_weight=w[kept:], batch_size=256, return_dict=True, verbose=0
+    )
+    assert result.summary["val_examples"] == len(y) - kept
+    for name in ("loss", "auc", "precision", "recall"):
+        assert result.summary[f"val_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+    logged = strict(tmp_path / "metrics.jsonl")
+    assert [("val_loss" in r, "val_auc" in r) for r in logged] == [(True, True)] * 2
+    assert (tmp_path / "tensorboard" / "validation").is_dir()
+
+
+def test_load_data_may_return_train_validation_and_test():
+    module = load("loss_scale_sgd", LOSS_SCALE=False)
+    (x, y), test = module.load_data()
+    module.load_data = lambda: ((x[:768], y[:768]), (x[768:], y[768:]), test)
+    config = Config(batch_size=16, epochs=1, seed=3, jit_compile=False, dtype="float64")
+    result = training.run(config, module, strategy=cpu_strategy(2))
+    keras_says = result.state.model.evaluate(x[768:], y[768:], return_dict=True, verbose=0)
+    assert result.summary["val_examples"] == 256
+    assert result.summary["val_loss"] == pytest.approx(keras_says["loss"], abs=1e-6)
+    assert result.summary["val_accuracy"] == pytest.approx(keras_says["accuracy"], abs=1e-6)
+    both = dataclasses.replace(config, validation_split=0.1)
+    with pytest.raises(UserError, match="returns a validation split and --validation_split"):
+        training.run(both, module, strategy=cpu_strategy(1))
+
+
+@pytest.mark.cluster
+def test_two_workers_with_stateful_metrics_weights_and_validation_equal_one_device(tmp_path):
+    """MultiWorkerMirroredStrategy, 2 real processes: AUC/Precision/Recall states and the
+    validation pass are collectives there; the run must equal one device's."""
+    example = str(path_of("binary_classifier_task"))
+    common = [
+        "--epochs=2",
+        "--seed=3",
+        "--nojit_compile",
+        "--dtype=float64",
+        "--validation_split=0.25",
+        "--startup_timeout=120",
+    ]
+
+    def args(task: str) -> list[str]:
+        return [
+            f"--task={example}",
+            "--strategy=multi_worker_mirrored",
+            "--batch_size=16",
+            *common,
+            f"--model_dir={tmp_path / task.replace(':', '_')}",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
+    )
+    tails = "\n".join(f.tail() for f in finished.values())
+    assert all(f.returncode == 0 for f in finished.values()), tails
+    assert support.digests(finished["worker:0"])["workers"] == "2", tails
+    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
+    config = Config(
+        task=example,
+        batch_size=32,
+        epochs=2,
+        seed=3,
+        jit_compile=False,
+        dtype="float64",
+        validation_split=0.25,
+    )
+    one = training.run(config, strategy=cpu_strategy(1)).summary
+    assert (cluster["num_workers"], cluster["global_batch"]) == (2, 32)
+    for key in (
+        "val_loss",
+        "val_auc",
+        "val_precision",
+        "test_loss",
+        "test_auc",
+        "test_recall",
+        "train_loss",
+    ):
+        assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9), key

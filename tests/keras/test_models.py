@@ -1,0 +1,165 @@
+"""Models as users write them: TF objects at import, subclassed models and their exports,
+a model's own train_step, and names a task may not define."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import support
+from tests.keras.helpers import (
+    FILES,
+    assert_same_weights,
+    kill_mid_epoch_then_resume,
+    load,
+    one_and_two,
+    serve,
+    strict,
+    trained_and_exported,
+)
+from tests.support import cpu_strategy
+from tests.test_training_tasks import weights
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.errors import UserError
+from tf_mgpu.tasks import adapter
+
+
+def test_a_task_that_runs_tensorflow_at_import_trains_on_logical_devices(tmp_path):
+    done = support.run_main(
+        [
+            f"--task={FILES / 'tf_object_at_import.py'}",
+            "--num_cpu_devices=2",
+            "--epochs=1",
+            "--batch_size=32",
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        tmp_path / "logs",
+        180,
+    )
+    assert done.returncode == 0, done.tail()
+    assert "replicas=2" in done.stdout, done.tail()
+
+
+@pytest.mark.parametrize("name", ["subclassed", "text_classifier_task"])
+def test_model_keras_and_saved_model_reload_with_the_trained_predictions(name, tmp_path):
+    result, x = trained_and_exported(name, tmp_path)
+    trained = np.asarray(result.state.model(tf.constant(x), training=False))
+    assert result.summary["exports"] == [
+        str(tmp_path / "model.keras"),
+        str(tmp_path / "saved_model"),
+    ]
+    reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(np.asarray(reloaded(tf.constant(x))), trained, atol=1e-6)
+    np.testing.assert_allclose(serve(tmp_path, x), trained, atol=1e-6)
+
+
+def test_a_model_keras_cannot_rebuild_gets_a_saved_model_and_one_line(tmp_path, capsys):
+    result, x = trained_and_exported("subclassed_opaque", tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if line.startswith("tf_mgpu export:")]
+    assert lines == [
+        "tf_mgpu export: Stack cannot be rebuilt from its config (Object Stack was created by "
+        "passing non-serializable argument values in `__init__()`, and therefore the object "
+        "must override `get_config()` in order to be serializable); wrote saved_model/ and "
+        "model.weights.h5 but no model.keras: give the class a get_config() returning its "
+        "__init__ arguments to get model.keras"
+    ]
+    assert not (tmp_path / "model.keras").exists()
+    assert result.summary["exports"] == [str(tmp_path / "saved_model")]
+    trained = np.asarray(result.state.model(tf.constant(x), training=False))
+    np.testing.assert_allclose(serve(tmp_path, x), trained, atol=1e-6)
+
+
+def test_an_export_that_fails_keeps_checkpoint_and_summary_and_a_rerun_exports(tmp_path):
+    broken = tmp_path / "broken.py"
+    text = (FILES / "subclassed.py").read_text()
+    good = 'return {**super().get_config(), "units": self.units, "classes": self.classes}'
+    assert good in text
+    broken.write_text(text.replace(good, 'raise RuntimeError("my get_config is broken")'))
+    model_dir = tmp_path / "model"
+    args = [f"--task={broken}", "--epochs=1", "--batch_size=32", f"--model_dir={model_dir}"]
+    failed = support.run_main(args, tmp_path / "logs1", 180)
+    assert failed.returncode == 1, failed.tail()
+    assert "RuntimeError: my get_config is broken" in failed.stderr  # the user's traceback
+    assert "Traceback" in failed.stderr
+    (summary,) = strict(model_dir / "summary.json")
+    assert summary["exports"] == []
+    assert support.checkpoint_steps(model_dir), "the checkpoint is gone"
+    broken.write_text(text)  # the user mends get_config and runs the same command again
+    again = support.run_main(args, tmp_path / "logs2", 180)
+    assert again.returncode == 0, again.tail()
+    assert "tf_mgpu export: the last run's export had not finished" in again.stdout
+    (summary,) = strict(model_dir / "summary.json")
+    assert summary["exports"] == [str(model_dir / "model.keras"), str(model_dir / "saved_model")]
+    assert (model_dir / "model.keras").is_file()
+
+
+def test_a_train_step_adding_nothing_per_replica_on_two_replicas_equals_one_device():
+    # PENALTY 0: the step is keras.io's; Keras's compute_loss divides by the replica count.
+    one, two = one_and_two(load("own_train_step", PENALTY=0.0))
+    assert two.state.own_step
+    assert_same_weights(one, two, atol=1e-10)
+    assert int(two.state.steps.numpy()) == 2 * (1024 // 32)
+
+
+def test_the_models_own_train_step_is_what_trains_it_and_the_start_says_so(capsys):
+    config = Config(batch_size=16, epochs=2, seed=3, jit_compile=False)
+    plain = training.run(config, load("own_train_step", PENALTY=0.0), strategy=cpu_strategy(2))
+    capsys.readouterr()
+    penalized = training.run(config, load("own_train_step", PENALTY=0.5), strategy=cpu_strategy(2))
+    out = capsys.readouterr().out
+    assert out.count("tf_mgpu step: Penalized.train_step, run on each replica") == 1, out
+
+    def norm(result) -> float:
+        return sum(float(np.sum(w**2)) for w in weights(result.state.model))
+
+    assert norm(penalized) < 0.9 * norm(plain), "the penalty in train_step was not applied"
+    assert penalized.summary["history"][-1]["train_examples"] == 1024
+    assert np.isfinite(penalized.summary["history"][-1]["train_loss"])
+
+
+def test_check_names_a_train_step_as_what_it_cannot_see_into():
+    from tf_mgpu.tools.check import runner
+
+    config = Config(task=str(FILES / "own_train_step.py"), batch_size=8, dtype="float64")
+    support.fresh_collective_keys()  # check builds its own MirroredStrategy in this process
+    outcome = runner.check(config, 2, 5)
+    assert not outcome.equivalent
+    assert "likely cause: Penalized.train_step runs on each replica" in outcome.text, outcome.text
+    assert "add_loss" not in outcome.text, outcome.text
+
+
+def test_a_model_overriding_compute_loss_is_refused_in_one_line():
+    class Weighted(keras.Model):
+        def compute_loss(self, *args, **kwargs):
+            return 2.0 * super().compute_loss(*args, **kwargs)
+
+    class Task:
+        load_data = staticmethod(load("loss_scale_sgd").load_data)
+
+        @staticmethod
+        def build_model():
+            x = keras.Input((16,))
+            model = Weighted(x, keras.layers.Dense(3)(x))
+            model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+            return model
+
+    with pytest.raises(UserError, match=r"Weighted overrides compute_loss\(\), which tf_mgpu"):
+        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
+
+
+@pytest.mark.cluster
+def test_an_own_train_step_killed_mid_epoch_resumes_to_the_same_weights(tmp_path):
+    args = [f"--task={FILES / 'own_train_step.py'}", "--batch_size=32"]
+    kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=1024 // 32)
+
+
+@pytest.mark.parametrize(
+    "name", ["callbacks", "CALLBACKS", "class_weight", "validation_data", "epochs"]
+)
+def test_a_module_level_name_fit_would_read_is_refused_not_silently_ignored(name):
+    module = load("loss_scale_sgd")
+    setattr(module, name, [keras.callbacks.EarlyStopping()] if "allback" in name else 5)
+    with pytest.raises(UserError, match=f"defines '{name}', which tf_mgpu would ignore"):
+        adapter.load(module)
