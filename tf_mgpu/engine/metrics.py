@@ -17,7 +17,7 @@ class Sums:
     every worker must call them at the same point.
 
     `metrics` maps each metric's name to its per-example function (y, y_pred),
-    or to a stateful Keras metric (AUC, Precision, F1Score...): each Sums keeps a
+    or to a stateful Keras metric (AUC, Precision, Recall...): each Sums keeps a
     fresh copy of it, whose state (counts, confusion matrices) every replica
     updates and a read sums over every replica and worker. Aggregating the
     state, not each replica's result, is what makes it exact. Call `build` on a

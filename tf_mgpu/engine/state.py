@@ -18,9 +18,10 @@ from tf_mgpu.errors import UserError
 class TrainState:
     """Everything training changes. `epoch` counts finished epochs and training
     continues from it; with the seed it fixes which examples come next (see
-    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps, except where the
-    optimizer may skip one (a LossScaleOptimizer skips steps whose scaled gradient
-    overflows): then `steps` counts them."""
+    `tf_mgpu.engine.data`). `optimizer.iterations` counts steps, except where a step
+    may not apply the optimizer exactly once (a LossScaleOptimizer skips steps whose
+    scaled gradient overflows; a model's own train_step does what it does): then
+    `steps` counts them."""
 
     model: keras.Model
     optimizer: keras.optimizers.Optimizer
@@ -87,7 +88,7 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             raise UserError(
                 f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
             )
-        _refuse_own_step(net, task.where)
+        _refuse_unrun_overrides(net, task.where)
         check_inputs(net, sample.x, task.where)
         # Also builds a subclassed model's variables, which exist after a first call.
         y_pred = output_float32(net(task.preprocess(sample.x), training=False))
@@ -100,18 +101,18 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
-        train_sums, test_sums = (
-            metrics.Sums("train", found.metrics),
-            metrics.Sums("test", found.metrics),
-        )
-        for sums in (train_sums, test_sums):
-            sums.build(tf.constant(sample.y), y_pred)
+        y = tf.constant(sample.y)
         own = runs_own_step(net)
         if own:  # built before the first step, as fit builds them: their variables sync
-            y = tf.constant(sample.y)
             net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
             net.compute_metrics(sample.x, y, y_pred)
             net.reset_metrics()
+            train_sums = metrics.KerasMetrics(net)
+        else:
+            train_sums = metrics.Sums("train", found.metrics)
+            train_sums.build(y, y_pred)
+        test_sums = metrics.Sums("test", found.metrics)
+        test_sums.build(y, y_pred)
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
         counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -120,7 +121,7 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             optimizer=net.optimizer,
             objective=found,
             epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
-            train_sums=metrics.KerasMetrics(net) if own else train_sums,
+            train_sums=train_sums,
             test_sums=test_sums,
             steps=_step_counter() if counts else None,
         )
@@ -132,7 +133,7 @@ def runs_own_step(net: keras.Model) -> bool:
     return type(net).train_step is not keras.Model.train_step
 
 
-def _refuse_own_step(net: keras.Model, where: str) -> None:
+def _refuse_unrun_overrides(net: keras.Model, where: str) -> None:
     """UserError for a model class overriding what tf_mgpu's evaluation would not run:
     the test loss and metrics are the compiled ones, computed by the engine."""
     for method in ("compute_loss", "test_step"):
