@@ -377,6 +377,30 @@ def test_two_workers_train_one_model_equal_to_one_device(tmp_path, mnist_data_di
 
 
 @pytest.mark.cluster
+def test_workers_that_end_with_different_weights_fail_saying_so(
+    tmp_path, mnist_data_dir, monkeypatch
+):
+    # The test-only fault hook shifts worker:1's weights just before the workers compare
+    # them: the agreement the chief's "identical on all 2 workers" line reports must fail.
+    monkeypatch.setenv(training.TEST_FAULT, "shift_weights:worker:1")
+    spec = support.cluster_spec(workers=2)
+    finished = support.run_cluster(
+        spec,
+        cluster_args(tmp_path, mnist_data_dir, "--train_split=train[:1024]", "--epochs=1"),
+        tmp_path / "logs",
+        timeout=300,
+    )
+    for task, done in finished.items():
+        assert done.returncode == errors.EXIT_BUG, done.tail()
+        assert "tf_mgpu: error: the workers ended with different weights" in done.stderr, (
+            task,
+            done.tail(),
+        )
+    assert not (model_dir(tmp_path, "worker:0") / "summary.json").exists()
+    assert support.checkpoint_steps(model_dir(tmp_path, "worker:0")), "the checkpoint is gone"
+
+
+@pytest.mark.cluster
 def test_a_chief_and_two_workers_agree(tmp_path, mnist_data_dir):
     spec = support.cluster_spec(workers=2, chief=True)
     finished = support.run_cluster(

@@ -9,6 +9,7 @@ the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 
 import contextlib
 import dataclasses
+import os
 import re
 
 import tensorflow as tf
@@ -216,6 +217,7 @@ def _train(run: _Run) -> Result | None:
 def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Result:
     """After the last epoch: the summary, the workers' agreement, the outputs and exports."""
     strategy, node, config, trainer = run.strategy, run.node, run.config, run.trainer
+    _test_fault(run)
     facts = summary.summary(strategy, node, config, trainer, history)
     facts["checkpoint_seconds"] = saving.seconds
     workers_agree = collectives.same_weights_everywhere(
@@ -243,6 +245,17 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Re
     run.chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
     run.chief_print(timing.line(facts["seconds"]), flush=True)
     return Result(summary=facts, state=trainer.state)
+
+
+# Test-only, off unless a test sets it: "shift_weights:worker:1" makes that worker's weights
+# differ just before the workers compare them, so a test can see the run refuse to finish.
+TEST_FAULT = "TF_MGPU_TEST_FAULT"
+
+
+def _test_fault(run: _Run) -> None:
+    if os.environ.get(TEST_FAULT) == f"shift_weights:{run.node}":
+        first = run.trainer.state.model.weights[0]
+        first.assign(first + 1.0)
 
 
 def _export(trainer: Trainer, model_dir: str) -> list[str]:
