@@ -195,12 +195,16 @@ def checkpoint_steps(model_dir: pathlib.Path) -> list[int]:
     return sorted(int(p.name[len("ckpt-") : -len(".index")]) for p in found)
 
 
-def kill_mid_epoch(args: list[str], log_dir, model_dir: pathlib.Path, steps_per_epoch: int) -> int:
-    """Starts a run, SIGKILLs it once it has saved mid-epoch; returns its newest checkpoint."""
+def kill_mid_epoch(
+    args: list[str], log_dir, model_dir: pathlib.Path, steps_per_epoch: int, after_epochs: int = 0
+) -> int:
+    """Starts a run, SIGKILLs it once it has saved mid-epoch (after `after_epochs` whole
+    epochs); returns its newest checkpoint."""
     run = Started(args, log_dir, name="killed")
+    after = after_epochs * steps_per_epoch
     try:
         wait_until(
-            lambda: any(s % steps_per_epoch for s in checkpoint_steps(model_dir)),
+            lambda: any(s % steps_per_epoch and s > after for s in checkpoint_steps(model_dir)),
             timeout=120,
             what="a mid-epoch checkpoint",
         )

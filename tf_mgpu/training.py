@@ -7,18 +7,17 @@ The engine (`tf_mgpu.engine`) owns the step maths and every collective;
 the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 """
 
-import contextlib
 import dataclasses
 import os
-import re
 
 import tensorflow as tf
 
-from tf_mgpu import timing
+from tf_mgpu import failures, timing
 from tf_mgpu.cluster import preflight, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine import (
     actions,
+    callbacks,
     checkpoint,
     collectives,
     controller,
@@ -31,7 +30,7 @@ from tf_mgpu.engine import (
 from tf_mgpu.engine.data import Data
 from tf_mgpu.engine.state import TrainState
 from tf_mgpu.engine.trainer import Trainer
-from tf_mgpu.errors import Diverged, PeerLost, UserError
+from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import actions as outputs_actions
 from tf_mgpu.outputs import export, progress, report, summary, tensorboard
 from tf_mgpu.tasks import adapter
@@ -59,6 +58,7 @@ class _Run:
     stop: stopping.Stop
     flagfile: str | None
     clock: timing.Phases
+    callbacks: callbacks.Callbacks | None  # the task's Keras callbacks, if it has any
 
     @property
     def multi_worker(self) -> bool:
@@ -67,9 +67,6 @@ class _Run:
     def chief_print(self, *args, **kwargs) -> None:
         if self.node.is_chief:
             print(*args, **kwargs)
-
-
-_TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
 
 
 def run(
@@ -121,16 +118,39 @@ def run(
         config = dataclasses.replace(config, input="stream")
     with clock.phase("build"):
         trainer = Trainer(strategy, config, work, datasets)
+        keras_callbacks = callbacks.from_task(
+            work,
+            trainer,
+            strategy,
+            epochs=config.epochs,
+            flag_rate=config.learning_rate,
+            validation=datasets.validation is not None,
+        )
     if config.clean:  # once the task checked out: a broken one loses nothing
         outputs.clean()
     collectives.barrier(strategy)  # no peer reads checkpoints the chief is deleting
+    held = trainer.state.checkpointed()
+    if keras_callbacks is not None:
+        held["callbacks"] = keras_callbacks.record
     checkpoints = checkpoint.Checkpoints(
-        trainer.state.checkpointed(), config.model_dir, is_chief=node.is_chief, warn=chief_print
+        held, config.model_dir, is_chief=node.is_chief, warn=chief_print
     )
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:
         return _train(
-            _Run(strategy, node, config, trainer, checkpoints, outputs, logs, stop, flagfile, clock)
+            _Run(
+                strategy,
+                node,
+                config,
+                trainer,
+                checkpoints,
+                outputs,
+                logs,
+                stop,
+                flagfile,
+                clock,
+                keras_callbacks,
+            )
         )
     finally:
         logs.close()
@@ -142,7 +162,8 @@ def _train(run: _Run) -> Result | None:
     with clock.phase("build"):
         history = _resume(run)
     epoch, _ = trainer.position()
-    if epoch >= config.epochs:
+    stopped_by = run.callbacks.stopped_before() if run.callbacks else None
+    if epoch >= config.epochs or stopped_by:
         if run.outputs.export_unfinished():  # the chief, after an export that failed
             with clock.phase("export"):
                 paths = _export(trainer, run.outputs.model_dir)
@@ -151,10 +172,14 @@ def _train(run: _Run) -> Result | None:
                 f"tf_mgpu export: the last run's export had not finished; wrote {', '.join(paths)}",
                 flush=True,
             )
+        why = (
+            f"training was stopped by {stopped_by} (model.stop_training)"
+            if stopped_by
+            else f"raise --epochs to train on (--epochs={config.epochs})"
+        )
         run.chief_print(
-            f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs "
-            f"(--epochs={config.epochs}); nothing to train. Raise --epochs to train on, or "
-            f"pass --clean to start over",
+            f"tf_mgpu done: --model_dir={config.model_dir} already holds {epoch} epochs; "
+            f"nothing to train: {why}. Pass --clean to start over",
             flush=True,
         )
         return None
@@ -186,11 +211,12 @@ def _train(run: _Run) -> Result | None:
         run.chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
     supervisor.notify("alive")
 
-    with _failures(run):
+    with failures.as_one_line(run.config, run.trainer, run.checkpoints, run.node):
         clock.add("compile", trainer.compile())
         saving = actions.Checkpointing(trainer, run.checkpoints, config.checkpoint_steps)
         curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
         bar = progress.Progress(enabled=run.node.is_chief)
+        keras_callbacks = [run.callbacks] if run.callbacks else []
         # The order is load-bearing: the curve reads the sums the bar then shows; a save
         # precedes the stop check, which saves first when it stops mid-epoch; an epoch's
         # record is written before its save, and the stop check comes after both.
@@ -204,21 +230,51 @@ def _train(run: _Run) -> Result | None:
                 outputs_actions.EpochLog(
                     trainer, history, run.outputs, run.logs, config.epochs, run.chief_print
                 ),
+                *keras_callbacks,  # before the save, which holds their state
                 saving,
                 actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs),
             ],
         ).run()
+    final = _after_callbacks(run, history)
     clock.add("train", trainer.call_seconds)
     clock.add("evaluate", trainer.eval_seconds)
     clock.add("checkpoint", saving.seconds)
-    return _finish(run, history, saving)
+    return _finish(run, history, saving, final)
 
 
-def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing) -> Result:
-    """After the last epoch: the summary, the workers' agreement, the outputs and exports."""
+def _after_callbacks(run: _Run, history: list[dict]) -> dict:
+    """What the callbacks did to the run's end, one line each: a stop before the last
+    epoch, and weights they set at the end, evaluated again. Returns those figures."""
+    done = run.callbacks
+    if done is None:
+        return {}
+    if done.stopped_by:
+        run.chief_print(
+            f"tf_mgpu callbacks: {done.stopped_by} stopped training after epoch "
+            f"{history[-1]['epoch']} of {run.config.epochs}",
+            flush=True,
+        )
+    if done.final:
+        shown = "  ".join(f"{k} {v:.4f}" for k, v in done.final.items() if "examples" not in k)
+        run.chief_print(
+            f"tf_mgpu callbacks: on_train_end set the weights (EarlyStopping's "
+            f"restore_best_weights, say); evaluated again: {shown}",
+            flush=True,
+        )
+    return done.final
+
+
+def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final: dict) -> Result:
+    """After the last epoch: the summary, the workers' agreement, the outputs and exports.
+
+    `final` holds test and validation figures that replace the last epoch's (the
+    weights changed after it)."""
     strategy, node, config, trainer = run.strategy, run.node, run.config, run.trainer
     _test_fault(run)
     facts = summary.summary(strategy, node, config, trainer, history)
+    facts.update(final)
+    if run.callbacks is not None:
+        facts["stopped_by"] = run.callbacks.stopped_by
     facts["checkpoint_seconds"] = saving.seconds
     workers_agree = collectives.same_weights_everywhere(
         strategy, node.num_workers, facts["weights_sha256"]
@@ -261,27 +317,6 @@ def _test_fault(run: _Run) -> None:
 def _export(trainer: Trainer, model_dir: str) -> list[str]:
     """The task's exports of the trained model; returns the paths written."""
     return (trainer.task.export or export.save)(trainer.state.model, model_dir)
-
-
-@contextlib.contextmanager
-def _failures(run: _Run):
-    """Expected ways for training to fail, each turned into its one line."""
-    config, checkpoints = run.config, run.checkpoints
-    try:
-        yield
-    except tf.errors.ResourceExhaustedError:
-        raise UserError(out_of_memory(config, run.trainer)) from None
-    except Diverged as e:
-        kept = checkpoints.latest or "none was saved"
-        raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
-    except collectives.PEER_ERRORS as e:
-        if not run.multi_worker:
-            raise
-        raise PeerLost(_lost_peer(e, run.node, checkpoints)) from None
-    except OSError as e:  # metrics.jsonl: a full or read-only disk
-        raise UserError(
-            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
-        ) from None
 
 
 def _resume(run: _Run) -> list[dict]:
@@ -340,26 +375,3 @@ def _resume(run: _Run) -> list[dict]:
     checkpoints.record(current)
     logs.resume(trainer.step())
     return outputs.resume(epoch, flagfile)
-
-
-def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:
-    """One line naming the task that went away, from TensorFlow's error message."""
-    names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(task)}
-    peers = ", ".join(sorted(names)) or "a peer"
-    last = checkpoints.latest or "none yet"
-    reason = str(error).strip().splitlines()[0][:120]
-    return (
-        f"{task} lost {peers} during training ({type(error).__name__}: {reason}); last "
-        f"checkpoint: {last}. Rerun the same command on every worker to resume"
-    )
-
-
-def out_of_memory(config: Config, trainer: Trainer) -> str:
-    """The one line for a run that ran out of device memory, naming the batch and the fixes."""
-    replicas = trainer.global_batch // trainer.per_replica
-    return (
-        f"out of memory at a global batch of {trainer.global_batch} "
-        f"({config.batch_size} per replica x {replicas} replicas x "
-        f"{config.accumulation_steps} accumulation steps); lower --batch_size, or raise "
-        f"--accumulation_steps to keep the global batch with less memory per step"
-    )

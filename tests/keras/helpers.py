@@ -91,15 +91,17 @@ def serve(tmp_path: pathlib.Path, x) -> np.ndarray:
     return np.asarray(loaded.serve(tf.constant(x)))
 
 
-def kill_mid_epoch_then_resume(tmp_path, args: list[str], steps_per_epoch: int) -> None:
-    """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint and run again:
-    the same final weights."""
+def kill_mid_epoch_then_resume(
+    tmp_path, args: list[str], steps_per_epoch: int, after_epochs: int = 0
+) -> None:
+    """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint (past
+    `after_epochs` epochs) and run again: the same final weights."""
     common = [*args, "--epochs=40", "--steps_per_loop=1", "--checkpoint_steps=8"]
     reference = support.run_main([*common, f"--model_dir={tmp_path / 'ref'}"], tmp_path / "r", 300)
     assert reference.returncode == 0, reference.tail()
     model_dir = tmp_path / "run"
     again = [*common, f"--model_dir={model_dir}"]
-    support.kill_mid_epoch(again, tmp_path / "logs", model_dir, steps_per_epoch)
+    support.kill_mid_epoch(again, tmp_path / "logs", model_dir, steps_per_epoch, after_epochs)
     resumed = support.run_main(again, tmp_path / "resumed", 300)
     assert resumed.returncode == 0, resumed.tail()
     assert "tf_mgpu resume: from" in resumed.stdout, resumed.tail()

@@ -6,6 +6,7 @@ they return at once.
 """
 
 import contextlib
+import hashlib
 
 import tensorflow as tf
 
@@ -57,23 +58,32 @@ def finish_together(strategy: tf.distribute.Strategy) -> None:
 def same_weights_everywhere(strategy: tf.distribute.Strategy, num_workers: int, digest: str) -> int:
     """The number of workers that hold exactly these weights: all of them, or this raises.
 
-    Under MultiWorkerMirroredStrategy each worker's sha256 is cut into 16-bit
-    numbers; summing them and their squares over the replicas gives zero
-    variance exactly when every worker's digest is the same (the sums are
-    exact in float64). Only the chief reports it, so the others stay quiet.
+    Only the chief reports it, so the others stay quiet.
     """
-    if strategies.name_of(strategy) != "multi_worker_mirrored":
-        return 1
-    parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
-    sums = strategies.replica_sum(strategy)(parts + [p * p for p in parts])
-    count = strategy.num_replicas_in_sync
-    first, squares = sums[: len(parts)], sums[len(parts) :]
-    if any(count * sq != s * s for s, sq in zip(first, squares, strict=True)):
+    if not same_everywhere(strategy, digest):
         raise Failure(
             f"the workers ended with different weights (this one: sha256={digest}); "
             f"this is a bug in tf_mgpu, please report it with the workers' logs"
         )
-    return num_workers
+    return num_workers if strategies.name_of(strategy) == "multi_worker_mirrored" else 1
+
+
+def same_everywhere(strategy: tf.distribute.Strategy, text: str) -> bool:
+    """Whether every worker holds this same `text` (True at once outside
+    MultiWorkerMirroredStrategy).
+
+    The sha256 of each worker's `text` is cut into 16-bit numbers; summing them and their
+    squares over the replicas gives zero variance exactly when every worker's digest is
+    the same (the sums are exact in float64).
+    """
+    if strategies.name_of(strategy) != "multi_worker_mirrored":
+        return True
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
+    sums = strategies.replica_sum(strategy)(parts + [p * p for p in parts])
+    count = strategy.num_replicas_in_sync
+    first, squares = sums[: len(parts)], sums[len(parts) :]
+    return all(count * sq == s * s for s, sq in zip(first, squares, strict=True))
 
 
 def barrier(strategy: tf.distribute.Strategy) -> None:

@@ -38,6 +38,9 @@ class Moment:
 class Action:
     """Something done between compiled calls; every hook does nothing by default."""
 
+    def start_training(self) -> None:
+        """Once, before the first epoch this process trains (after any resume)."""
+
     def start_epoch(self, trainer: Trainer, epoch: int) -> None:
         """Before the epoch's first call (a resumed epoch starts mid-way)."""
 
@@ -50,6 +53,14 @@ class Action:
     def after_epoch(self, record: dict) -> None:
         """After the epoch's evaluation: `record` has its metrics."""
 
+    def stop_requested(self) -> bool:
+        """Whether training should end now (a Keras callback set `model.stop_training`),
+        asked after every call and every epoch; every worker must answer alike."""
+        return False
+
+    def finish_training(self) -> None:
+        """Once, after the last epoch trained, or after a requested stop."""
+
 
 class Controller:
     """Trains the remaining epochs of `trainer`, running `actions` in order between calls."""
@@ -60,6 +71,8 @@ class Controller:
 
     def run(self) -> None:
         trainer = self._trainer
+        for action in self._actions:
+            action.start_training()
         for epoch in range(trainer.position()[0] + 1, self._epochs + 1):
             self._epoch = epoch
             for action in self._actions:
@@ -72,9 +85,18 @@ class Controller:
             record.update(trainer.evaluate())
             for action in self._actions:
                 action.after_epoch(record)
+            if self._stop_requested():
+                break
+        for action in self._actions:
+            action.finish_training()
 
-    def _after_call(self, last: bool) -> None:
+    def _stop_requested(self) -> bool:
+        return any(action.stop_requested() for action in self._actions)
+
+    def _after_call(self, last: bool) -> bool:
+        """Runs the actions after a call; returns whether one asks to end the epoch here."""
         # The step is read once per call: a read costs ~0.2 ms, every step at steps_per_loop=1.
         moment = Moment(self._trainer, self._trainer.step(), self._epoch, last)
         for action in self._actions:
             action.after_call(moment)
+        return self._stop_requested()

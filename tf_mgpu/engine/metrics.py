@@ -64,6 +64,10 @@ class Sums:
         for metric in self._stateful.values():
             metric.update_state(y, y_pred, sample_weight=weights)
 
+    def names(self) -> list[str]:
+        """What `result` reports, but the examples: 'loss', then each metric's name."""
+        return ["loss", *self._metrics, *self._stateful]
+
     @property
     def stateful(self) -> bool:
         """Whether any metric is a stateful Keras metric (then call `build` first)."""
@@ -126,6 +130,10 @@ class KerasMetrics:
     def count(self, examples: tf.Tensor) -> None:
         """Adds one replica's batch of `examples` examples; called in the replica step."""
         self._count.assign_add(tf.cast(examples, tf.float64))
+
+    def names(self) -> None:
+        """Unknown before the step runs: it reports what it reports."""
+        return None
 
     def variables(self) -> list:
         return [self._count, *self._model.metrics_variables]

@@ -32,7 +32,8 @@ class Task:
     `export(trained, model_dir)` writes the model's exports; None: the
     default (`tf_mgpu.outputs.export.save`). `dtype` is the Keras dtype policy
     the task set when it was loaded (a file's `keras.config.set_dtype_policy`
-    at import), used unless `--dtype` says otherwise.
+    at import), used unless `--dtype` says otherwise. `callbacks()` returns the
+    Keras callbacks to run as `fit` runs them (`tf_mgpu.engine.callbacks`); None: none.
     """
 
     name: str
@@ -43,6 +44,7 @@ class Task:
     reference_batch: int | None = None
     export: Callable[[keras.Model, str], list[str]] | None = None
     dtype: str = "float32"
+    callbacks: Callable[[], list] | None = None
 
 
 def check_inputs(model: keras.Model, x, where: str) -> None:

@@ -183,19 +183,21 @@ class Trainer:
             evaluation.run(count=0)
         return time.perf_counter() - started
 
-    def train_epoch(self, between_calls=lambda last: None) -> dict:
+    def train_epoch(self, between_calls=lambda last: False) -> dict:
         """The rest of the current epoch, `steps_per_loop` steps per call; collective under MWMS.
 
         `between_calls(last)` runs after every call (`last`: the epoch's
-        training is done); it may save or stop. Time spent there does not count
-        in the epoch's seconds. Raises Diverged at the first non-finite loss.
+        training is done); it may save, or stop (raise), or return True to end the
+        epoch there (a Keras callback's `model.stop_training`; the epoch then stays
+        unfinished). Time spent there does not count in the epoch's seconds. Raises
+        Diverged at the first non-finite loss.
         """
         if self._train is None:
             self._build_loops()
         epoch, start = self.position()
         if start == 0:
             self.state.train_sums.reset()
-        seconds = 0.0
+        seconds, end = 0.0, start
         for first in range(start, self.train_steps, self.steps_per_loop):
             count = min(self.steps_per_loop, self.train_steps - first)
             started = time.perf_counter()
@@ -205,12 +207,15 @@ class Trainer:
             self.call_seconds += call
             if bad >= 0:
                 raise Diverged(self._diverged(epoch, bad))
-            between_calls(first + count == self.train_steps)
+            end = first + count
+            if between_calls(end == self.train_steps):
+                break
         started = time.perf_counter()
         sums = self.state.train_sums.result()  # reading the sums waits for the last step
         seconds += time.perf_counter() - started
-        self.state.epoch.assign_add(1)
-        trained = (self.train_steps - start) * self.global_batch  # in this process
+        if end == self.train_steps:
+            self.state.epoch.assign_add(1)
+        trained = (end - start) * self.global_batch  # in this process
         return {
             **metrics.prefixed("train", sums),
             "examples_per_second": trained / seconds,

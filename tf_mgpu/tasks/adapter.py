@@ -107,22 +107,29 @@ def adapt(module, *, name: str, where: str) -> Task:
         reference_batch=getattr(module, "REFERENCE_BATCH", None),
         export=getattr(module, "export", None),
         dtype=keras.config.dtype_policy().name,
+        callbacks=getattr(module, "callbacks", None),
     )
 
 
 # Names a Keras user may define at module level expecting fit's behaviour, which the task
 # contract does not read: each is refused rather than silently ignored.
 _IGNORED = {
-    "callbacks": "Keras callbacks are not run yet",
-    "CALLBACKS": "Keras callbacks are not run yet",
+    "CALLBACKS": "define a function callbacks() that returns the list",
     "class_weight": "name the dict CLASS_WEIGHT, the task contract's name for it",
-    "validation_data": "a validation split is not evaluated yet; tf_mgpu evaluates the test "
-    "split every epoch",
+    "validation_data": "a validation split comes from load_data() returning (train, "
+    "validation, test), or from --validation_split",
     "epochs": "the number of epochs comes from --epochs (tf_mgpu.train(epochs=...))",
 }
 
 
 def _refuse_ignored_names(module, where: str) -> None:
+    given = getattr(module, "callbacks", None)
+    if given is not None and not callable(given):
+        raise UserError(
+            f"{where} defines 'callbacks' as {type(given).__name__}; define a function "
+            f"callbacks() that returns the list, so each run gets fresh callbacks "
+            f"({tasks.CONTRACT})"
+        )
     for name, why in _IGNORED.items():
         if hasattr(module, name):
             raise UserError(
