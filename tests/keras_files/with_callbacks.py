@@ -5,7 +5,7 @@ import keras
 import numpy as np
 
 PATIENCE = 2  # EarlyStopping's
-MIN_DELTA = 0.0  # EarlyStopping's: a large one stops at the second epoch
+MIN_DELTA = 0.01  # EarlyStopping's: 10 stops at the third epoch
 
 
 class RateLog(keras.callbacks.Callback):
