@@ -20,6 +20,7 @@ from absl import app, flags
 
 from tf_mgpu import cli, tasks
 from tf_mgpu.config import STRATEGIES, Config
+from tf_mgpu.errors import UserError
 
 _TASK = flags.DEFINE_string(
     "task",
@@ -125,6 +126,15 @@ def _measure(work, model: str, strategy, test) -> dict:
 
     with strategy.scope():
         net = export.load(model)
+    from tf_mgpu.engine.state import evaluates_own_step, overridden
+
+    if evaluates_own_step(net):
+        raise UserError(
+            f"--model={model}: {', '.join(overridden(net))} decides the test loss and "
+            f"metrics, which tf_mgpu evaluate does not run (it computes the compiled ones); "
+            f"training's summary.json holds the test figures of that step, or load the model "
+            f"and call Keras's model.evaluate"
+        )
     first = test.take(slice(0, 2))
     shape = objective.output_shape(net, work.preprocess(first.x))
     found = objective.from_compiled(net, test.y.shape[1:], shape, f"--model={model}")

@@ -28,7 +28,7 @@ from tf_mgpu.engine import (
     stream,
 )
 from tf_mgpu.engine.data import Data
-from tf_mgpu.engine.state import TrainState
+from tf_mgpu.engine.state import TrainState, overridden
 from tf_mgpu.engine.trainer import Trainer
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import actions as outputs_actions
@@ -194,11 +194,16 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
-    if trainer.state.own_step:
+    own = overridden(trainer.state.model)
+    if own:
         run.chief_print(
-            f"tf_mgpu step: {type(trainer.state.model).__name__}.train_step, run on each "
-            f"replica as Keras fit runs it (how its loss is reduced over replicas is its own); "
-            f"test metrics are the compiled loss and metrics",
+            f"tf_mgpu step: {', '.join(own)} run on each replica as Keras fit and evaluate run "
+            f"them (how a loss is reduced over replicas is theirs); "
+            + (
+                "test metrics are the model's own (its test_step)"
+                if trainer.state.own_eval
+                else "test metrics are the compiled loss and metrics"
+            ),
             flush=True,
         )
     differs = replicas.warning(

@@ -1,5 +1,7 @@
 """Models as users write them: TF objects at import, subclassed models and their exports,
-a model's own train_step, and names a task may not define."""
+a model's own train_step, compute_loss and test_step, and names a task may not define."""
+
+import dataclasses
 
 import keras
 import numpy as np
@@ -9,8 +11,10 @@ import tensorflow as tf
 from tests import support
 from tests.keras.helpers import (
     FILES,
+    FLOAT64,
     assert_same_weights,
     kill_mid_epoch_then_resume,
+    largest_difference,
     load,
     one_and_two,
     serve,
@@ -109,7 +113,7 @@ def test_the_models_own_train_step_is_what_trains_it_and_the_start_says_so(capsy
     capsys.readouterr()
     penalized = training.run(config, load("own_train_step", PENALTY=0.5), strategy=cpu_strategy(2))
     out = capsys.readouterr().out
-    assert out.count("tf_mgpu step: Penalized.train_step, run on each replica") == 1, out
+    assert out.count("tf_mgpu step: Penalized.train_step run on each replica") == 1, out
 
     def norm(result) -> float:
         return sum(float(np.sum(w**2)) for w in weights(result.state.model))
@@ -130,23 +134,40 @@ def test_check_names_a_train_step_as_what_it_cannot_see_into():
     assert "add_loss" not in outcome.text, outcome.text
 
 
-def test_a_model_overriding_compute_loss_is_refused_in_one_line():
-    class Weighted(keras.Model):
-        def compute_loss(self, *args, **kwargs):
-            return 2.0 * super().compute_loss(*args, **kwargs)
+def test_an_own_compute_loss_trains_and_evaluates_as_keras_does_and_equals_one_device(capsys):
+    one, two = one_and_two(load("own_compute_loss"))
+    assert "tf_mgpu step: SmallLogits.compute_loss run on each replica" in capsys.readouterr().out
+    assert two.state.own_step
+    assert two.state.own_eval
+    assert_same_weights(one, two, atol=1e-10)
+    plain = training.run(FLOAT64, load("own_compute_loss", PENALTY=0.0), strategy=cpu_strategy(2))
+    assert largest_difference(two, plain) > 1e-3, "the override never ran: this proves nothing"
+    # 256 test examples over 2 x 48: the last global batch is padded.
+    config = dataclasses.replace(FLOAT64, batch_size=48)
+    result = training.run(config, load("own_compute_loss"), strategy=cpu_strategy(2))
+    (_, _), (x_test, y_test) = load("own_compute_loss").load_data()
+    keras_says = result.state.model.evaluate(x_test, y_test, return_dict=True, verbose=0)
+    for name in ("loss", "accuracy"):
+        assert result.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
 
-    class Task:
-        load_data = staticmethod(load("loss_scale_sgd").load_data)
 
-        @staticmethod
-        def build_model():
-            x = keras.Input((16,))
-            model = Weighted(x, keras.layers.Dense(3)(x))
-            model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
-            return model
-
-    with pytest.raises(UserError, match=r"Weighted overrides compute_loss\(\), which tf_mgpu"):
-        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
+def test_an_own_test_step_is_what_evaluates_and_equals_keras_evaluate():
+    config = dataclasses.replace(FLOAT64, batch_size=48)
+    result = training.run(config, load("own_test_step"), strategy=cpu_strategy(2))
+    assert result.state.own_eval
+    assert not result.state.own_step
+    (_, _), (x_test, y_test) = load("own_test_step").load_data()
+    model = result.state.model
+    # This step's loss is a mean of batch means (its update_state has no sample_weight), so
+    # it depends on the batches: Keras at batch 48 cuts the split as 2 replicas of 48 do.
+    keras_says = model.evaluate(x_test, y_test, batch_size=48, return_dict=True, verbose=0)
+    unclipped = keras.Model.test_step  # the default step, on the same weights
+    model.test_step = lambda data: unclipped(model, data)
+    model.test_function = None
+    default = model.evaluate(x_test, y_test, batch_size=48, return_dict=True, verbose=0)
+    assert abs(keras_says["loss"] - default["loss"]) > 1e-3, "the clipping changed nothing"
+    for name in ("loss", "accuracy"):
+        assert result.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
 
 
 @pytest.mark.cluster

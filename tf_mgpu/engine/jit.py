@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from tf_mgpu.config import parse_jit_compile
 from tf_mgpu.engine import loop
-from tf_mgpu.engine.state import runs_own_step
+from tf_mgpu.engine.state import overridden
 
 # Layers whose XLA CPU kernels are slower than TensorFlow's own (oneDNN) ones.
 SLOW_ON_CPU = (
@@ -62,10 +62,10 @@ def choose(
         )
     if setting is True:
         return Choice(possible, "--jit_compile")
-    if runs_own_step(model):
+    if overridden(model):
         return Choice(
             "none",
-            f"auto: {type(model).__name__}.train_step runs as Keras runs it under a "
+            f"auto: {', '.join(overridden(model))} runs as Keras runs it under a "
             f"strategy, without XLA; --jit_compile forces XLA",
         )
     if possible == "replica":

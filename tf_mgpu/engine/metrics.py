@@ -108,15 +108,18 @@ def prefixed(split: str, result: dict) -> dict:
 
 
 class KerasMetrics:
-    """The training metrics of a model that trains with its own `train_step`, read as `Sums`.
+    """The metrics of a model that trains with its own `train_step` (or is evaluated with
+    its own `test_step`), read as `Sums`.
 
     That step updates the model's own Keras metrics (`model.metrics`): state
     variables that sync on read, so a read outside the replicas sums every
     replica's (collective under MultiWorkerMirroredStrategy, as `Sums`). The
     examples are counted here, since a step may weight its metrics otherwise.
+    Training and evaluation share the model's metrics, as in Keras: read one
+    before the other resets them.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, name: str):
         self._model = model
         self._count = tf.Variable(
             0.0,
@@ -124,7 +127,7 @@ class KerasMetrics:
             trainable=False,
             synchronization=tf.VariableSynchronization.ON_READ,
             aggregation=tf.VariableAggregation.SUM,
-            name="train_count",
+            name=f"{name}_count",
         )
 
     def count(self, examples: tf.Tensor) -> None:

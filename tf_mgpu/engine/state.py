@@ -28,13 +28,18 @@ class TrainState:
     objective: objective.Objective
     epoch: tf.Variable
     train_sums: metrics.Sums | metrics.KerasMetrics
-    test_sums: metrics.Sums
+    test_sums: metrics.Sums | metrics.KerasMetrics
     steps: tf.Variable | None = None
 
     @property
     def own_step(self) -> bool:
         """Whether the model trains with its own `train_step` (see `runs_own_step`)."""
         return isinstance(self.train_sums, metrics.KerasMetrics)
+
+    @property
+    def own_eval(self) -> bool:
+        """Whether the model is evaluated with its `test_step` (see `evaluates_own_step`)."""
+        return isinstance(self.test_sums, metrics.KerasMetrics)
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
@@ -88,7 +93,6 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             raise UserError(
                 f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
             )
-        _refuse_unrun_overrides(net, task.where)
         check_inputs(net, sample.x, task.where)
         # Also builds a subclassed model's variables, which exist after a first call.
         y_pred = output_float32(net(task.preprocess(sample.x), training=False))
@@ -102,17 +106,21 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             )
         net.optimizer.build(net.trainable_variables)
         y = tf.constant(sample.y)
-        own = runs_own_step(net)
-        if own:  # built before the first step, as fit builds them: their variables sync
+        own, own_eval = runs_own_step(net), evaluates_own_step(net)
+        if own or own_eval:  # built before the first step, as fit builds them
             net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
             net.compute_metrics(sample.x, y, y_pred)
             net.reset_metrics()
-            train_sums = metrics.KerasMetrics(net)
+        if own:
+            train_sums = metrics.KerasMetrics(net, "train")
         else:
             train_sums = metrics.Sums("train", found.metrics)
             train_sums.build(y, y_pred)
-        test_sums = metrics.Sums("test", found.metrics)
-        test_sums.build(y, y_pred)
+        if own_eval:
+            test_sums = metrics.KerasMetrics(net, "test")
+        else:
+            test_sums = metrics.Sums("test", found.metrics)
+            test_sums.build(y, y_pred)
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
         counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -128,22 +136,26 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
 
 
 def runs_own_step(net: keras.Model) -> bool:
-    """Whether the model's class overrides `train_step`: then that step trains it, on each
-    replica, as Keras's `fit` runs it."""
-    return type(net).train_step is not keras.Model.train_step
+    """Whether the model's class overrides `train_step` or `compute_loss`: then its
+    `train_step` (Keras's own, calling that `compute_loss`) trains it, on each replica,
+    as Keras's `fit` runs it."""
+    return _overrides(net, "train_step") or _overrides(net, "compute_loss")
 
 
-def _refuse_unrun_overrides(net: keras.Model, where: str) -> None:
-    """UserError for a model class overriding what tf_mgpu's evaluation would not run:
-    the test loss and metrics are the compiled ones, computed by the engine."""
-    for method in ("compute_loss", "test_step"):
-        if getattr(type(net), method) is not getattr(keras.Model, method):
-            raise UserError(
-                f"{where}: {type(net).__name__} overrides {method}(), which tf_mgpu does not "
-                f"run yet (it evaluates the compiled loss and metrics); override train_step "
-                f"instead (tf_mgpu runs it), add extra loss terms with self.add_loss(...), "
-                f"or train this model with Keras fit"
-            )
+def evaluates_own_step(net: keras.Model) -> bool:
+    """Whether the model's class overrides `test_step` or `compute_loss`: then its
+    `test_step` evaluates it on each replica, as Keras's `evaluate` runs it."""
+    return _overrides(net, "test_step") or _overrides(net, "compute_loss")
+
+
+def overridden(net: keras.Model) -> list[str]:
+    """The step methods the model's class overrides, as 'Class.method'."""
+    methods = ("train_step", "compute_loss", "test_step")
+    return [f"{type(net).__name__}.{m}" for m in methods if _overrides(net, m)]
+
+
+def _overrides(net: keras.Model, method: str) -> bool:
+    return getattr(type(net), method) is not getattr(keras.Model, method)
 
 
 def _step_counter() -> tf.Variable:

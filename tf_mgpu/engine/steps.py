@@ -150,3 +150,25 @@ def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=No
     if regularization is not None:
         per_example += regularization
     sums.update(per_example, y, y_pred, weights)
+
+
+def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, weights, w=None):
+    """The model's own `test_step` on this replica's real examples (padding, weight 0,
+    dropped), as Keras's `evaluate` runs it under a strategy: the model's metrics and
+    its loss tracker sum over replicas when read. A replica whose share is all padding
+    runs nothing."""
+    real = weights > 0
+
+    def kept(a):
+        return tf.boolean_mask(a, real)
+
+    x, y = tf.nest.map_structure(kept, x), kept(y)
+    batch = (x, y) if w is None else (x, y, kept(w))
+    count = tf.shape(y)[0]
+    tf.cond(count > 0, lambda: _test_step(state, batch), tf.no_op)
+    sums.count(count)
+
+
+def _test_step(state: TrainState, batch) -> tf.Operation:
+    state.model.test_step(batch)
+    return tf.no_op()

@@ -13,7 +13,12 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine import data, jit, loop, metrics, schedules, stream
 from tf_mgpu.engine.state import create_state
-from tf_mgpu.engine.steps import replica_eval_step, replica_own_step, replica_train_step
+from tf_mgpu.engine.steps import (
+    replica_eval_step,
+    replica_own_eval_step,
+    replica_own_step,
+    replica_train_step,
+)
 from tf_mgpu.engine.task import Task, check_labels, output_float32
 from tf_mgpu.errors import Diverged, UserError
 
@@ -134,6 +139,9 @@ class Trainer:
     def _sums_for(self, split) -> metrics.Sums:
         """Sums of the compiled loss and metrics over another split (validation), built
         in the strategy's scope on two of its examples."""
+        if self.state.own_eval:
+            with self._strategy.scope():
+                return metrics.KerasMetrics(self.state.model, "val")
         with self._strategy.scope():
             sums = metrics.Sums("val", self.state.objective.metrics)
             if sums.stateful:
@@ -144,7 +152,9 @@ class Trainer:
 
     def _eval_loop(self, split, sums: metrics.Sums):
         """The compiled pass over every example of `split`, summing into `sums`."""
-        eval_step = functools.partial(replica_eval_step, self.state, sums)
+        own = isinstance(sums, metrics.KerasMetrics)
+        step = replica_own_eval_step if own else replica_eval_step
+        eval_step = functools.partial(step, self.state, sums)
         preprocess = self.task.preprocess
         if self.input == "resident":
             return loop.ResidentEval(

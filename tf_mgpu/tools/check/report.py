@@ -28,7 +28,7 @@ class Facts:
     xla_one: jit.Choice
     xla_many: jit.Choice
     memory: tuple[int, int | None]
-    own_step: str | None = None  # the model's class, when it trains with its own train_step
+    own_step: str | None = None  # "Class.train_step" (or compute_loss), when the model's own
 
 
 def causes(facts: Facts) -> list[str]:
@@ -54,7 +54,7 @@ def causes(facts: Facts) -> list[str]:
         )
     if facts.own_step and not found:
         found.append(
-            f"{facts.own_step}.train_step runs on each replica and reduces its loss over "
+            f"{facts.own_step} runs on each replica and reduces its loss over "
             f"replicas its own way, which check cannot see into: a term it adds to the loss "
             f"(a penalty, say) counts once per replica; divide such terms by "
             f"tf.distribute.get_replica_context().num_replicas_in_sync, as Keras's "

@@ -8,6 +8,7 @@ from tf_mgpu.config import Config
 from tf_mgpu.engine import jit, stream
 from tf_mgpu.engine import replicas as replicas_lib
 from tf_mgpu.engine.data import Data
+from tf_mgpu.engine.state import overridden
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
 from tf_mgpu.tools.check import equivalence, report
@@ -69,7 +70,7 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
         xla_one=jit.choose(config.jit_compile, one_strategy, model, config.input),
         xla_many=jit.choose(config.jit_compile, many_strategy, model, config.input),
         memory=memory_per_replica(many, one.outputs),
-        own_step=type(model).__name__ if one.trainer.state.own_step else None,
+        own_step=", ".join(m for m in overridden(model) if not m.endswith(".test_step")) or None,
     )
     return Outcome(text=report.table(facts), equivalent=equivalent)
 
