@@ -1,0 +1,278 @@
+"""A split read by index: the user's object with `__len__` and `__getitem__(i)`.
+
+For data larger than memory (a class over `np.memmap` files, a TFDS or Grain data
+source over ArrayRecord, the user's own reader), `load_data()` may return, for any
+split, an object whose `source[i]` is example i as `(x, y)` or `(x, y, sample_weight)`.
+Nothing is read before training but example 0 (its shapes and dtypes):
+- Each epoch is a seeded permutation of the indices, computed per position
+  (`tf.random.experimental.index_shuffle`, never materialized): position p of
+  epoch e is example `index_shuffle(p, (seed, e))`.
+- At step k, replica r (counting every replica of every worker) takes positions
+  `k*B + r*b .. k*B + (r+1)*b - 1` of the global batch B: the global batches are
+  those of one device at batch B, so N replicas on M workers train like one
+  device, and each worker reads only the examples its replicas train on (over the
+  cluster, each example once per epoch).
+- A resumed epoch starts at its step by arithmetic: nothing is read and dropped.
+- Every example is checked as it is read (arity, shapes and dtypes against
+  example 0, NaN or inf, a sparse label's range); a bad one stops the run with one
+  line naming its index. An exception in the user's reader keeps its traceback.
+Reads run in tf.data's parallel map (threads) and are prefetched.
+"""
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu.engine import data
+from tf_mgpu.errors import UserError
+
+
+def is_source(given) -> bool:
+    """Whether load_data returned a random-access source for a split (not a pair of arrays)."""
+    if isinstance(given, (tuple, list, dict, np.ndarray, tf.data.Dataset, tf.Tensor)):
+        return False
+    return hasattr(given, "__len__") and hasattr(given, "__getitem__")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Source:
+    """A split read by index from `reader`; `example` is example 0, which fixes the
+    structure, shapes and dtypes every other example must have."""
+
+    reader: object
+    length: int
+    example: tuple  # (x, y) or (x, y, w), as NumPy arrays
+    where: str
+    name: str
+    # Mutable: the sparse label range to check as examples are read, and the failures
+    # reads met (raised again outside TensorFlow by `reraise`).
+    state: dict = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.length
+
+    @property
+    def weighted(self) -> bool:
+        return len(self.example) == 3
+
+    def shapes(self) -> dict:
+        x, y = self.example[:2]
+        specs = x if isinstance(x, dict) else {"x": x}
+        return {**{k: np.shape(v) for k, v in sorted(specs.items())}, "y": np.shape(y)}
+
+    def expect_classes(self, classes: int | None) -> None:
+        """Labels must lie in [0, classes) (a sparse categorical loss); checked as read."""
+        self.state["classes"] = classes
+
+    def take(self, rows) -> data.Split:
+        """The examples at `rows` (a slice or indices), read into memory."""
+        indices = np.arange(self.length)[rows] if isinstance(rows, slice) else np.asarray(rows)
+        return data.Split(*self.read(indices))
+
+    def in_memory(self) -> data.Split:
+        """Every example as arrays: for the tools (check, bench, evaluate) that need them."""
+        return self.take(slice(None))
+
+    def read(self, indices: np.ndarray) -> tuple:
+        """The examples at `indices`, stacked: (x, y) or (x, y, w); checked one by one.
+
+        A failure (a check's UserError, or the reader's own exception) is also kept, with
+        its index, for `reraise`: reads run in parallel, so the lowest index is raised."""
+        examples = []
+        for i in indices:
+            try:
+                examples.append(self._checked(int(i)))
+            except Exception as e:
+                self.state.setdefault("failures", []).append((int(i), e))
+                raise
+        return tuple(
+            tf.nest.map_structure(lambda *arrays: np.stack(arrays), *[e[k] for e in examples])
+            for k in range(len(self.example))
+        )
+
+    def _checked(self, index: int) -> tuple:
+        got = self.reader[index]
+        if not isinstance(got, (tuple, list)) or len(got) != len(self.example):
+            raise self._bad(index, f"is {_kind(got)}, but example 0 is a {len(self.example)}-tuple")
+        got = tuple(_as_arrays(part) for part in got)
+        x, first_x = got[0], self.example[0]
+        if isinstance(first_x, dict) and (not isinstance(x, dict) or set(x) != set(first_x)):
+            keys = sorted(x) if isinstance(x, dict) else _kind(x)
+            raise self._bad(index, f"has x {keys}, but example 0 has x {sorted(first_x)}")
+        for name, value, first in _named(got, self.example):
+            if np.shape(value) != np.shape(first) or value.dtype != first.dtype:
+                raise self._bad(
+                    index,
+                    f"has {name} of shape {np.shape(value)} ({value.dtype}), but example 0's "
+                    f"is {np.shape(first)} ({first.dtype})",
+                )
+            if np.issubdtype(value.dtype, np.inexact) and not np.isfinite(value).all():
+                raise self._bad(index, f"holds NaN or inf in {name}")
+        classes = self.state.get("classes")
+        if classes is not None:
+            label = np.asarray(got[1])
+            if label.size and (label.min() < 0 or label.max() >= classes):
+                raise self._bad(
+                    index,
+                    f"has label {label.reshape(-1)[0]:g}, outside the model's {classes} "
+                    f"classes (0..{classes - 1})",
+                )
+        return got
+
+    def _bad(self, index: int, what: str) -> UserError:
+        return UserError(
+            f"{self.where}: the {self.name} source's example {index:,} {what}; fix it in "
+            f"the reader (its __getitem__)"
+        )
+
+    # -- the pipelines ------------------------------------------------------------------
+
+    def _batch_op(self, indices: tf.Tensor) -> tuple:
+        """`read` inside tf.data; a failure is kept for `failures` and stops the pipeline."""
+
+        def read(batch: np.ndarray) -> list:
+            return tf.nest.flatten(self.read(batch))
+
+        example = self.example
+        flat = tf.nest.flatten(example)
+        out = tf.numpy_function(read, [indices], [tf.as_dtype(a.dtype) for a in flat])
+        out = [
+            tf.ensure_shape(t, (indices.shape[0], *np.shape(a)))
+            for t, a in zip(out, flat, strict=True)
+        ]
+        return tf.nest.pack_sequence_as(example, out)
+
+    def train_dataset(
+        self,
+        global_batch: int,
+        seed: int,
+        epochs: int,
+        context: tf.distribute.InputContext,
+        first_epoch: int = 0,
+        first_step: int = 0,
+        preprocess: Callable = data.identity,
+    ) -> tf.data.Dataset:
+        """This pipeline's per-replica batches, epochs `first_epoch` to `epochs - 1`, from
+        step `first_step` of the first: each a run of positions of the epoch's permutation."""
+        per_replica = context.get_per_replica_batch_size(global_batch)
+        here = context.num_replicas_in_sync // context.num_input_pipelines
+        steps = data.steps_per_epoch(self.length, global_batch)
+        first_replica = context.input_pipeline_id * here
+        n = self.length
+
+        def indices(t: tf.Tensor) -> tf.Tensor:
+            epoch, rest = t // (steps * here), t % (steps * here)
+            replica = first_replica + rest % here
+            positions = (rest // here) * global_batch + replica * per_replica
+            positions += tf.range(per_replica, dtype=tf.int64)
+            key = tf.stack([tf.constant(seed, tf.int64), epoch])
+            return tf.random.experimental.index_shuffle(positions, key, n - 1)
+
+        start = (first_epoch * steps + first_step) * here
+        return self._pipeline(
+            tf.data.Dataset.range(start, epochs * steps * here).map(indices),
+            lambda *batch: (preprocess(batch[0]), *batch[1:]),
+        )
+
+    def eval_dataset(
+        self,
+        global_batch: int,
+        context: tf.distribute.InputContext,
+        preprocess: Callable = data.identity,
+    ) -> tf.data.Dataset:
+        """Endless passes of this pipeline's per-replica (x, y, weights[, w]) batches in
+        index order, padded to whole global batches with weight-0 copies of the last
+        example; each pass covers every example once over the cluster."""
+        per_replica = context.get_per_replica_batch_size(global_batch)
+        here = context.num_replicas_in_sync // context.num_input_pipelines
+        first_replica = context.input_pipeline_id * here
+        steps = data.eval_steps(self.length, global_batch)
+        n = self.length
+
+        def positions(t: tf.Tensor) -> tf.Tensor:
+            replica = first_replica + t % here
+            start = (t // here) * global_batch + replica * per_replica
+            return start + tf.range(per_replica, dtype=tf.int64)
+
+        def with_weights(p: tf.Tensor, *batch):
+            weights = tf.cast(p < n, tf.float32)
+            return (preprocess(batch[0]), batch[1], weights, *batch[2:])
+
+        return self._pipeline(
+            tf.data.Dataset.range(steps * here).repeat().map(positions),
+            with_weights,
+            keep_positions=True,
+            last=n - 1,
+        )
+
+    def _pipeline(self, indices, finish, keep_positions=False, last=None) -> tf.data.Dataset:
+        def read(i):
+            batch = self._batch_op(i if last is None else tf.minimum(i, last))
+            return (i, *batch) if keep_positions else batch
+
+        return (
+            indices.map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .map(finish)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+
+
+def open_source(given, where: str, name: str) -> Source:
+    """The Source for `given`, checked on its example 0 only (nothing else is read)."""
+    try:
+        length = len(given)
+    except TypeError as e:
+        raise UserError(f"{where}: load_data()'s {name} source has no length ({e})") from None
+    if length <= 0:
+        raise UserError(f"{where}: the {name} source is empty; load_data() must return examples")
+    first = given[0]
+    if not isinstance(first, (tuple, list)) or len(first) not in (2, 3):
+        raise UserError(
+            f"{where}: load_data()'s {name} source gives {_kind(first)} for example 0; its "
+            f"__getitem__(i) must return (x, y) or (x, y, sample_weight)"
+        )
+    example = tuple(_as_arrays(part) for part in first)
+    source = Source(given, length, example, where, name)
+    source._checked(0)  # NaN in example 0, say
+    return source
+
+
+@contextlib.contextmanager
+def reraise(*splits):
+    """Around a compiled call that reads `splits`: a failure in a source's read comes out
+    as itself (the one line of a check, or the user's own exception and traceback),
+    not as TensorFlow's wrapping of it."""
+    try:
+        yield
+    except tf.errors.OpError:
+        failures = [f for s in splits if isinstance(s, Source) for f in s.state.pop("failures", [])]
+        if failures:
+            _, failure = min(failures, key=lambda found: found[0])
+            raise failure from None
+        raise
+
+
+def _as_arrays(part):
+    if isinstance(part, dict):
+        return {k: np.asarray(v) for k, v in part.items()}
+    return np.asarray(part)
+
+
+def _named(got: tuple, first: tuple):
+    """(name, value, example 0's value) for every array of an example."""
+    names = ("x", "y", "sample_weight")
+    for k, (value, expected) in enumerate(zip(got, first, strict=True)):
+        if isinstance(expected, dict):  # same keys: checked before
+            for key in sorted(expected):
+                yield f"x[{key!r}]", value[key], expected[key]
+        else:
+            yield names[k], value, expected
+
+
+def _kind(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {len(value)}-tuple"
+    return type(value).__name__
