@@ -315,6 +315,23 @@ def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data
     )
 
 
+def test_the_accuracy97_preset_reaches_97_percent(tmp_path, mnist_data_dir):
+    # The preset as its header runs it (10 epochs of full MNIST, 4 s of training here).
+    done = support.run_main(
+        [
+            "--flagfile=flags/accuracy97.cfg",
+            f"--data_dir={mnist_data_dir}",
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        tmp_path / "logs",
+        240,
+    )
+    assert done.returncode == 0, done.tail()
+    summary = json.loads((tmp_path / "model" / "summary.json").read_text())
+    assert summary["test_examples"] == 10_000, summary["test_examples"]
+    assert summary["test_accuracy"] >= 0.97, summary["history"]
+
+
 def cluster_args(tmp_path: pathlib.Path, data_dir: str, *extra: str):
     """Per-task arguments: one small run, each task with its own --model_dir."""
 
