@@ -95,15 +95,23 @@ MUTATIONS = (
         ),
     ),
     Mutation(
-        behaviour="evaluation counts padding for nothing",
+        behaviour="training's test metrics count padding for nothing",
         what="the padding weights dropped",
-        path="tf_mgpu/engine/evaluation.py",
-        old="        sums.update(per_example, y, y_pred, weights)",
-        new="        sums.update(per_example, y, y_pred)",
+        path="tf_mgpu/engine/steps.py",
+        old="    sums.update(per_example, y, y_pred, weights)",
+        new="    sums.update(per_example, y, y_pred)",
         tests=(
             "tests/keras/test_data_and_metrics.py::"
             "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
         ),
+    ),
+    Mutation(
+        behaviour="the evaluate command counts padding for nothing",
+        what="the padding weights dropped",
+        path="tf_mgpu/engine/evaluation.py",
+        old="        sums.update(per_example, y, y_pred, weights)",
+        new="        sums.update(per_example, y, y_pred)",
+        tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
     ),
     Mutation(
         behaviour="every JSON file is strict JSON",
