@@ -75,6 +75,19 @@ class Center(keras.layers.Layer):
     def call(self, x):
         return x - tf.reduce_mean(x, axis=0, keepdims=True)
 '''
+NOISE = '''
+class Noise(keras.layers.Layer):
+    """Adds NumPy noise: drawn when the call is traced, outside Keras's seeded ops."""
+    def call(self, x):
+        return x + tf.constant(np.random.normal(size=(1, x.shape[-1])), x.dtype)
+'''
+PENALTY = '''
+class Penalty(keras.layers.Layer):
+    """An add_loss term summed over the batch it is handed (one replica's share)."""
+    def call(self, x):
+        self.add_loss(0.01 * tf.reduce_sum(tf.square(x)))
+        return x
+'''
 MEAN_LOSS = '''
 def mean_loss(y, y_pred):
     """Reduces over the batch itself: one value per batch, not per example."""
@@ -112,3 +125,37 @@ def test_a_loss_reduced_over_the_batch_is_refused_before_training(tmp_path):
     task = write(tmp_path, extra=MEAN_LOSS, loss="mean_loss")
     with pytest.raises(UserError, match="returns one value per batch, not one per example"):
         runner.check(Config(task=task, batch_size=8, dtype="float64"), 2, 5)
+
+
+def test_randomness_outside_keras_is_named(tmp_path):
+    task = write(tmp_path, extra=NOISE, layer='hidden = Noise(name="noise")(hidden)')
+    outcome = runner.check(Config(task=task, batch_size=8, dtype="float64"), 2, 5)
+    assert not outcome.equivalent, outcome.text
+    assert "likely cause: randomness outside Keras's seeded ops" in outcome.text, outcome.text
+
+
+def test_an_add_loss_term_reduced_over_the_replica_batch_is_named(tmp_path):
+    task = write(tmp_path, extra=PENALTY, layer='hidden = Penalty(name="penalty")(hidden)')
+    outcome = runner.check(Config(task=task, batch_size=8, dtype="float64"), 2, 5)
+    assert not outcome.equivalent, outcome.text
+    assert "first to differ in the forward pass" not in outcome.text, outcome.text
+    causes = [line for line in outcome.text.splitlines() if "likely cause:" in line]
+    assert len(causes) == 1, outcome.text
+    assert "the forward pass agrees but the steps do not: an add_loss term" in causes[0], causes
+
+
+def test_a_user_error_exits_3_as_a_command(tmp_path):
+    # 256 training examples; 100 steps of 2 x 16 need 3,200. The error comes after
+    # TensorFlow loads, from check's own run, and still ends as one line and exit 3.
+    done = support.run_processes(
+        {
+            "check": (
+                check_command(f"--task={write(tmp_path)}", "--steps=100"),
+                support.environment(),
+            )
+        },
+        tmp_path / "logs",
+        timeout=120,
+    )["check"]
+    line = support.assert_one_line_exit(done, errors.EXIT_USER_ERROR, "check needs 3,200")
+    assert "lower --steps or --batch_size" in line, line

@@ -148,6 +148,8 @@ def assert_one_line_user_error(finished: support.Finished, expected: str) -> Non
 
 
 TWO_WORKERS = {"worker": ["localhost:1", "localhost:2"]}
+# Seconds: a user error that needs no TensorFlow, start to exit, on a loaded 2-core machine.
+PRE_TENSORFLOW_BOUND = 3
 
 
 @pytest.mark.parametrize(
@@ -209,20 +211,26 @@ def test_user_errors_are_one_line_and_keep_earlier_outputs(
         (["--manual_dir=/nonexistent"], None, "--manual_dir=/nonexistent lacks"),
         (["--model_dir=/dev/null"], None, "--model_dir=/dev/null is a file"),
         (["--model_dir=/dev/null/run"], None, "--model_dir=/dev/null/run cannot be created"),
+        (["--data_dir=/nonexistent/tfds"], None, "MNIST is not prepared in /nonexistent/tfds"),
     ],
-    ids=["tf_config", "one_device_cluster", "manual_dir", "model_dir_file", "model_dir"],
+    ids=["tf_config", "one_device_cluster", "manual_dir", "model_dir_file", "model_dir", "data"],
 )
 def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_config, expected):
+    # Offline (`unshare -rn`: loopback only), as README's example of missing data runs.
+    started = support.time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "tf_mgpu.main", *args],
+        ["unshare", "-rn", sys.executable, "-X", "importtime", "-m", "tf_mgpu.main", *args],
         cwd=support.ROOT,
         env=support.environment(tf_config),
         capture_output=True,
         text=True,
         timeout=60,
     )
+    seconds = support.time.monotonic() - started
     errors_printed = [line for line in done.stderr.splitlines() if line.startswith("tf_mgpu:")]
     assert done.returncode == errors.EXIT_USER_ERROR, done.stderr[-2000:]
+    # 0.08-0.10 s here, start to exit; importing TensorFlow alone takes about 6 s.
+    assert seconds < PRE_TENSORFLOW_BOUND, f"{seconds:.2f} s"
     assert len(errors_printed) == 1, errors_printed
     assert expected in errors_printed[0], errors_printed
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()]
@@ -305,6 +313,23 @@ def test_smoke_preset_trains_writes_and_replays_bit_for_bit(tmp_path, mnist_data
     assert support.digests(replay) == support.digests(first), (
         "replaying flags.txt gave other weights"
     )
+
+
+def test_the_accuracy97_preset_reaches_97_percent(tmp_path, mnist_data_dir):
+    # The preset as its header runs it (10 epochs of full MNIST, 4 s of training here).
+    done = support.run_main(
+        [
+            "--flagfile=flags/accuracy97.cfg",
+            f"--data_dir={mnist_data_dir}",
+            f"--model_dir={tmp_path / 'model'}",
+        ],
+        tmp_path / "logs",
+        240,
+    )
+    assert done.returncode == 0, done.tail()
+    summary = json.loads((tmp_path / "model" / "summary.json").read_text())
+    assert summary["test_examples"] == 10_000, summary["test_examples"]
+    assert summary["test_accuracy"] >= 0.97, summary["history"]
 
 
 def cluster_args(tmp_path: pathlib.Path, data_dir: str, *extra: str):

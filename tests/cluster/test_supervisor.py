@@ -19,7 +19,10 @@ from tf_mgpu.cluster import local
 pytestmark = pytest.mark.cluster
 
 STEPS_PER_EPOCH = 32  # the example's 2,048 training examples at a global batch of 64
-PEER_BOUND = 60  # seconds: the survivors of a lost peer must be gone by then
+# Seconds from a SIGKILL to the survivors' exit. Measured over 8 runs of the two tests below
+# on 2 loaded cores (BUILD_NOTES, issue 25): 0.1-10.0 s (a dead worker is usually seen by the
+# chief's heartbeat check after 8-10 s, a dead chief at once); 3x the slowest for margin.
+PEER_BOUND = 30
 
 
 def worker_args(tmp_path, workers: int, *extra: str):
@@ -95,9 +98,11 @@ def test_two_workers_lose_one_then_resume_to_the_same_weights(tmp_path, uninterr
         running["worker:1"].signal_group(signal.SIGKILL)
         killed_at = time.monotonic()
         survivor = running["worker:0"].wait(PEER_BOUND + 30)
+        lost_after = time.monotonic() - killed_at
     finally:
         support.wait_all(running, 10)
-    assert time.monotonic() - killed_at < PEER_BOUND, survivor.tail()
+    print(f"worker:0 exited {lost_after:.1f} s after worker:1's SIGKILL")  # pytest -s shows it
+    assert lost_after < PEER_BOUND, survivor.tail()
     assert_lost_peer(survivor, "worker:1")
     assert support.group_gone(running["worker:0"]), "a trainer was left behind"
 
@@ -137,8 +142,10 @@ def test_three_workers_lose_the_chief_and_the_others_end_in_time(tmp_path):
         survivors = {t: running[t].wait(PEER_BOUND + 30) for t in ("worker:1", "worker:2")}
     finally:
         support.wait_all(running, 10)
-    for done in survivors.values():
-        assert done.seconds - (killed_at - running["worker:1"].started) < PEER_BOUND, done.tail()
+    for task, done in survivors.items():
+        lost_after = done.seconds - (killed_at - running[task].started)
+        print(f"{task} exited {lost_after:.1f} s after worker:0's SIGKILL")  # pytest -s shows it
+        assert lost_after < PEER_BOUND, done.tail()
         assert_lost_peer(done, "worker:0")
 
 

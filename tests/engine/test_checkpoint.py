@@ -6,6 +6,9 @@ import pytest
 import tensorflow as tf
 
 from tests import support
+from tests.keras.helpers import load
+from tf_mgpu import training
+from tf_mgpu.config import Config
 from tf_mgpu.engine import checkpoint
 from tf_mgpu.errors import UserError
 
@@ -34,6 +37,22 @@ def test_only_the_newest_few_are_kept(tmp_path):
     assert [checkpoint.step_of(p) for p in saver.paths()] == [3, 4]
     left = sorted(p.name for p in (tmp_path / checkpoint.DIRECTORY).iterdir())
     assert all(name.startswith(("ckpt-3.", "ckpt-4.")) for name in left), left
+
+
+def test_a_run_keeps_the_newest_three_checkpoints_by_default(tmp_path):
+    # 1,024 examples at a global batch of 32, 2 epochs: a save every 8 steps, 8 in all.
+    config = Config(
+        batch_size=32,
+        epochs=2,
+        seed=3,
+        steps_per_loop=8,
+        checkpoint_steps=8,
+        model_dir=str(tmp_path / "model"),
+    )
+    training.run(config, load("loss_reduction"), strategy=support.cpu_strategy(1))
+    assert support.checkpoint_steps(tmp_path / "model") == [48, 56, 64]
+    left = {p.name.split(".")[0] for p in (tmp_path / "model" / checkpoint.DIRECTORY).iterdir()}
+    assert left == {"ckpt-48", "ckpt-56", "ckpt-64", checkpoint.RUN_FILE.split(".")[0]}, left
 
 
 def test_a_truncated_latest_checkpoint_is_reported_and_the_previous_one_used(tmp_path):

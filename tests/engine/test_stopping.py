@@ -7,6 +7,7 @@ import pytest
 
 from tests import support
 from tests.engine.test_checkpoint import STEPS_PER_EPOCH, small_run
+from tests.outputs.test_tensorboard import scalars
 from tf_mgpu import errors
 from tf_mgpu.engine import stopping
 
@@ -43,7 +44,11 @@ def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
     tmp_path, mnist_data_dir, reference_run, number
 ):
     model_dir = tmp_path / "run"
-    args = small_run(mnist_data_dir, model_dir, "--num_cpu_devices=1")
+    # A checkpoint every 64 steps (two per epoch) and a training-curve point after every
+    # call of 4 steps: the stop lands between two periodic saves, and the curve shows where.
+    args = small_run(
+        mnist_data_dir, model_dir, "--num_cpu_devices=1", "--checkpoint_steps=64", "--log_steps=4"
+    )
     run = support.Started(args, tmp_path / "logs")
     try:
         support.wait_until(
@@ -61,6 +66,9 @@ def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
     line = support.assert_one_line_exit(stopped, errors.EXIT_STOPPED, f"{name}: saved")
     saved = support.checkpoint_steps(model_dir)[-1]
     assert f"ckpt-{saved};" in line, line
+    # Saved where training stopped, not at the last periodic save before it.
+    curve = scalars(str(model_dir / "tensorboard" / "train"))["loss"]
+    assert curve[-1][0] == saved, f"trained to step {curve[-1][0]}, saved {saved}"
     if number == signal.SIGINT:
         return  # both signals save the same way; one resume proves the saved state whole
 

@@ -1,0 +1,26 @@
+"""A loss compiled with a reduction of its own: `REDUCTION` is Keras's `reduction=` argument
+("sum_over_batch_size", the default, "sum" or "none")."""
+
+import keras
+import numpy as np
+
+REDUCTION = "sum_over_batch_size"
+
+
+def build_model():
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(3)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=REDUCTION),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def load_data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1280, 16)).astype("float32")
+    y = (x @ rng.normal(size=(16, 3))).argmax(1)
+    return (x[:1024], y[:1024]), (x[1024:], y[1024:])

@@ -1,0 +1,212 @@
+"""The behaviours README promises, each broken once, and the test that must then fail.
+
+Each old text must occur exactly once in its file (the runner refuses it
+otherwise), so when the code moves this table fails loudly instead of
+silently testing nothing. Node ids are relative to the repository root.
+"""
+
+from tf_mgpu.tools.mutate.runner import Mutation
+
+MUTATIONS = (
+    Mutation(
+        behaviour="workers agree on the weights (sha256 all-reduce)",
+        what="a difference never raises",
+        path="tf_mgpu/engine/collectives.py",
+        old="    if any(count * sq != s * s for s, sq in zip(first, squares, strict=True)):",
+        new="    if False:",
+        tests=("tests/test_main.py::test_workers_that_end_with_different_weights_fail_saying_so",),
+    ),
+    Mutation(
+        behaviour="a killed run resumes to the same weights",
+        what="a resumed epoch restarts at its first step",
+        path="tf_mgpu/engine/trainer.py",
+        old="        return epoch, self.step() - epoch * self.train_steps",
+        new="        return epoch, 0",
+        tests=(
+            "tests/engine/test_checkpoint.py::test_one_process_killed_mid_epoch_resumes_bit_for_bit",
+        ),
+    ),
+    Mutation(
+        behaviour="the launcher never restarts exits 2, 3, 4, 75",
+        what="exit 4 (diverged) restarted",
+        path="tf_mgpu/cluster/launcher.py",
+        old=(
+            '    errors.EXIT_DIVERGED: "the same checkpoint at the same learning rate '
+            'diverges again",\n'
+        ),
+        new="",
+        tests=(
+            "tests/cluster/test_launcher.py::test_failures_that_would_recur_are_not_restarted"
+            "[4-the same checkpoint at the same learning rate diverges again]",
+        ),
+    ),
+    Mutation(
+        behaviour="N replicas train like one device (loss over the global batch)",
+        what="each replica's mean loss, not the global batch's",
+        path="tf_mgpu/engine/steps.py",
+        old="loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)",
+        new="loss = tf.reduce_mean(per_example)",
+        tests=(
+            "tests/test_training.py::test_n_replicas_train_like_one_replica_at_the_same_global_batch"
+            "[mirrored_2cpu-float64-2-1e-10]",
+        ),
+    ),
+    Mutation(
+        behaviour="a tf.data split is read each epoch, never held",
+        what="the dataset cached",
+        path="tf_mgpu/engine/stream.py",
+        old="    return Stream(dataset, length, nonfinite, (low, high, integral))",
+        new="    return Stream(dataset.cache(), length, nonfinite, (low, high, integral))",
+        tests=(
+            "tests/engine/test_stream.py::"
+            "test_training_reads_the_dataset_each_epoch_instead_of_holding_it",
+        ),
+    ),
+    Mutation(
+        behaviour="SIGTERM saves a checkpoint at the next call boundary",
+        what="the stop's save skipped (the last periodic one stands)",
+        path="tf_mgpu/engine/actions.py",
+        old="            self._saving.save()\n            self._halt()",
+        new="            self._halt()",
+        tests=(
+            "tests/engine/test_stopping.py::"
+            "test_a_signal_during_training_saves_stops_and_the_rerun_resumes[sigterm]",
+        ),
+    ),
+    Mutation(
+        behaviour="a broken task file is one line naming it",
+        what="a task without build_model() not checked",
+        path="tf_mgpu/tasks/adapter.py",
+        old="        if not callable(getattr(module, function, None)):",
+        new="        if False:",
+        tests=(
+            "tests/tasks/test_adapter.py::test_a_bad_task_is_one_line_naming_the_file[no_build_model]",
+        ),
+    ),
+    Mutation(
+        behaviour="each replica draws its own dropout masks",
+        what="every replica on one stream",
+        path="tf_mgpu/engine/state.py",
+        old="    shift = tf.stack([replica * _STREAM_STRIDE, tf.constant(0, tf.int64)])",
+        new="    shift = tf.stack([replica * 0, tf.constant(0, tf.int64)])",
+        tests=(
+            "tests/engine/test_state.py::"
+            "test_each_replica_draws_its_own_masks_from_the_state_one_device_would_have",
+        ),
+    ),
+    Mutation(
+        behaviour="training's test metrics count padding for nothing",
+        what="the padding weights dropped",
+        path="tf_mgpu/engine/steps.py",
+        old="    sums.update(per_example, y, y_pred, weights)",
+        new="    sums.update(per_example, y, y_pred)",
+        tests=(
+            "tests/keras/test_data_and_metrics.py::"
+            "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
+        ),
+    ),
+    Mutation(
+        behaviour="the evaluate command counts padding for nothing",
+        what="the padding weights dropped",
+        path="tf_mgpu/engine/evaluation.py",
+        old="        sums.update(per_example, y, y_pred, weights)",
+        new="        sums.update(per_example, y, y_pred)",
+        tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
+    ),
+    Mutation(
+        behaviour="every JSON file is strict JSON",
+        what="NaN written as NaN",
+        path="tf_mgpu/strict_json.py",
+        old="    return json.dumps(finite(value), allow_nan=False, **kwargs)",
+        new="    return json.dumps(value, **kwargs)",
+        tests=("tests/test_strict_json.py::test_non_finite_numbers_become_null_at_any_depth",),
+    ),
+    Mutation(
+        behaviour="workers that restored different checkpoints refuse to train",
+        what="the start steps compared, a difference ignored",
+        path="tf_mgpu/engine/collectives.py",
+        old="(here) != here * strategy.num_replicas_in_sync:",
+        new="(here) is None:",
+        tests=(
+            "tests/engine/test_collectives.py::"
+            "test_workers_that_restore_different_checkpoints_refuse_to_train",
+        ),
+    ),
+    Mutation(
+        behaviour="the newest 3 checkpoints are kept",
+        what="4 kept",
+        path="tf_mgpu/engine/checkpoint.py",
+        old="KEEP = 3  #",
+        new="KEEP = 4  #",
+        tests=(
+            "tests/engine/test_checkpoint.py::"
+            "test_a_run_keeps_the_newest_three_checkpoints_by_default",
+        ),
+    ),
+    Mutation(
+        behaviour="a loss's own reduction does not change training",
+        what="the loss object's reduction used",
+        path="tf_mgpu/engine/objective.py",
+        old="        fn, loss_dtype = loss.call, loss.dtype",
+        new="        fn, loss_dtype = loss, loss.dtype",
+        tests=("tests/keras/test_losses.py",),
+    ),
+    Mutation(
+        behaviour="check names randomness outside Keras's seeded ops",
+        what="two differing traces not reported",
+        path="tf_mgpu/tools/check/report.py",
+        old="    if facts.retrace_differs:",
+        new="    if False:",
+        tests=("tests/test_check.py::test_randomness_outside_keras_is_named",),
+    ),
+    Mutation(
+        behaviour="check names an add_loss term reduced per replica",
+        what="no cause when the forward pass agrees",
+        path="tf_mgpu/tools/check/report.py",
+        old="    if not found:\n",
+        new="    if False:\n",
+        tests=(
+            "tests/test_check.py::test_an_add_loss_term_reduced_over_the_replica_batch_is_named",
+        ),
+    ),
+    Mutation(
+        behaviour="user errors that need no TensorFlow come before it loads",
+        what="the preflight imports TensorFlow",
+        path="tf_mgpu/cluster/preflight.py",
+        old="import os\n",
+        new="import os\n\nimport tensorflow  # noqa: F401\n",
+        tests=(
+            "tests/test_main.py::test_user_errors_that_need_no_tensorflow_come_before_it_loads",
+        ),
+    ),
+    Mutation(
+        behaviour="tf_mgpu.train names an unknown setting",
+        what="settings not checked",
+        path="tf_mgpu/api.py",
+        old="    unknown = sorted(set(settings) - fields)",
+        new="    unknown = []",
+        tests=(
+            "tests/test_api.py::"
+            "test_an_unknown_setting_is_a_user_error_naming_it_before_tensorflow_loads",
+        ),
+    ),
+    Mutation(
+        behaviour="survivors of a lost peer exit 6 naming it",
+        what="the peer's error raised as it came",
+        path="tf_mgpu/training.py",
+        old="        raise PeerLost(_lost_peer(e, run.node, checkpoints)) from None",
+        new="        raise",
+        tests=(
+            "tests/cluster/test_supervisor.py::"
+            "test_three_workers_lose_the_chief_and_the_others_end_in_time",
+        ),
+    ),
+    Mutation(
+        behaviour="flags/accuracy97.cfg reaches 97%",
+        what="the preset's rate 0.01",
+        path="flags/accuracy97.cfg",
+        old="--learning_rate=0.1\n",
+        new="--learning_rate=0.01\n",
+        tests=("tests/test_main.py::test_the_accuracy97_preset_reaches_97_percent",),
+    ),
+)
