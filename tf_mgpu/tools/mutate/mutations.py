@@ -12,8 +12,8 @@ MUTATIONS = (
         behaviour="workers agree on the weights (sha256 all-reduce)",
         what="a difference never raises",
         path="tf_mgpu/engine/collectives.py",
-        old="    if any(count * sq != s * s for s, sq in zip(first, squares, strict=True)):",
-        new="    if False:",
+        old="    return all(count * sq == s * s for s, sq in zip(first, squares, strict=True))",
+        new="    return True",
         tests=("tests/test_main.py::test_workers_that_end_with_different_weights_fail_saying_so",),
     ),
     Mutation(
@@ -193,8 +193,8 @@ MUTATIONS = (
     Mutation(
         behaviour="survivors of a lost peer exit 6 naming it",
         what="the peer's error raised as it came",
-        path="tf_mgpu/training.py",
-        old="        raise PeerLost(_lost_peer(e, run.node, checkpoints)) from None",
+        path="tf_mgpu/failures.py",
+        old="        raise PeerLost(_lost_peer(e, node, checkpoints)) from None",
         new="        raise",
         tests=(
             "tests/cluster/test_supervisor.py::"
