@@ -94,14 +94,16 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
         y_pred = output_float32(net(task.preprocess(sample.x), training=False))
         y_pred_shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
         found = objective.from_compiled(net, sample.y.shape[1:], y_pred_shape, task.where)
-        if found.loss(tf.constant(sample.y), y_pred).shape.rank == 0:
+        # Labels of zeros, valid for any loss: what the labels hold is checked later, over
+        # every split (`task.check_labels`), and these calls only build and check shapes.
+        y = tf.zeros_like(tf.constant(sample.y))
+        if found.loss(y, y_pred).shape.rank == 0:
             raise UserError(
                 f"{task.where}: the compiled loss returns one value per batch, not one per "
                 f"example; return the per-example values (no mean over the batch): tf_mgpu "
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
-        y = tf.constant(sample.y)
         own = runs_own_step(net)
         if own:  # built before the first step, as fit builds them: their variables sync
             net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
