@@ -62,7 +62,7 @@ def from_compiled(
             f"{where}: the model is compiled with weighted_metrics, which tf_mgpu does not "
             f"compute yet; pass them as metrics=[...] (unweighted)"
         )
-    loss = _loss_function(model.loss)
+    loss = _scaled(_loss_function(model.loss), _one_weight(loss_weights(model), where))
     metrics = {}
     for given in compiled_metrics(model):
         name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
@@ -78,6 +78,38 @@ def output_shape(model: keras.Model, x) -> tuple | None:
     declares none), or None for several outputs."""
     y_pred = model(x, training=False)
     return tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
+
+
+def loss_weights(model: keras.Model):
+    """compile's `loss_weights` as given (None, a number, a list or a dict)."""
+    # As for the metrics, Keras keeps them as given only here.
+    compiled = getattr(model, "_compile_loss", None)
+    return getattr(compiled, "_user_loss_weights", None)
+
+
+def _one_weight(given, where: str) -> float | None:
+    """The loss weight of a model with one output: a number, or one in a list or dict."""
+    if isinstance(given, (list, tuple, dict)):
+        values = list(given.values()) if isinstance(given, dict) else list(given)
+        if len(values) != 1:
+            raise UserError(
+                f"{where}: compile's loss_weights holds {len(values)} weights, but the model "
+                f"has one output; give one weight"
+            )
+        given = values[0]
+    return given
+
+
+def _scaled(loss: Callable, weight: float | None) -> Callable:
+    """`loss` times compile's loss weight of a one-output model, as Keras weights it."""
+    if weight is None:
+        return loss
+
+    def weighted(y, y_pred) -> tf.Tensor:
+        values = loss(y, y_pred)
+        return values * tf.cast(weight, values.dtype)
+
+    return weighted
 
 
 def _is_sparse_categorical(given) -> bool:

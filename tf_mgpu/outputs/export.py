@@ -88,6 +88,7 @@ def float32_copy(model: keras.Model) -> keras.Model:
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
         loss=model.loss,
+        loss_weights=objective.loss_weights(model),
         metrics=[_fresh(m) for m in objective.compiled_metrics(model)],
     )
     return copy
