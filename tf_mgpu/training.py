@@ -359,7 +359,7 @@ def _resume(run: _Run) -> list[dict]:
         checkpoints.record(current)
         outputs.begin(flagfile)
         logs.begin(
-            summary.hparams(config, trainer, strategy), list(trainer.state.objective.metrics)
+            summary.hparams(config, trainer, strategy), list(trainer.state.objective.reported)
         )
         collectives.check_same_start(strategy, trainer.step())
         return []

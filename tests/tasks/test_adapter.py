@@ -58,6 +58,11 @@ BAD_TASKS = {
         "y_train holds labels from 0 to 4, but the model outputs 3 classes (0..2); "
         "give the last layer 5 units or renumber the labels",
     ),
+    # Out of range in the first examples, which build the model: still the one line.
+    "label_range_first": (
+        GOOD_MODEL + GOOD_DATA.replace("y = np.arange(64) % 3", "y = (np.arange(64) + 3) % 5"),
+        "y_train holds labels from 0 to 4, but the model outputs 3 classes (0..2)",
+    ),
     "non_finite": (
         GOOD_MODEL + GOOD_DATA.replace("    y = np", "    x[3, 1] = np.nan\n    y = np"),
         "x_train holds 1 non-finite values (NaN or inf); clean or impute them in load_data()",

@@ -7,9 +7,10 @@ replicas at global batch B train exactly like one replica at batch B, and what
 lets a run resume mid-epoch on the same examples.
 
 Features `x` are one array or a dict of arrays (a model with named inputs),
-labels `y` one array; every array has one row per example. Each pipeline is
-one dataset for the whole run, iterated once: creating a distributed iterator
-costs a few tenths of a second.
+labels `y` one array, or a dict or tuple of arrays (a model with several
+outputs, see `tf_mgpu.engine.heads`); every array has one row per example.
+Each pipeline is one dataset for the whole run, iterated once: creating a
+distributed iterator costs a few tenths of a second.
 """
 
 import dataclasses
@@ -23,20 +24,21 @@ from tf_mgpu.errors import UserError
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Split:
-    """One split in memory: `x` (an array or a dict of arrays), `y`, and optionally `w`, each
-    example's weight in the loss (Keras's `sample_weight`), one row per example."""
+    """One split in memory: `x` (an array or a dict of arrays), `y` (an array, or a dict or
+    tuple of arrays for several outputs), and optionally `w`, each example's weight in the
+    loss (Keras's `sample_weight`), one row per example."""
 
     x: object
-    y: np.ndarray
+    y: object
     w: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.y)
+        return len(tf.nest.flatten(self.y)[0])
 
     def take(self, rows) -> "Split":
         """The examples at `rows` (a slice or indices), as a new Split."""
-        x = tf.nest.map_structure(lambda a: a[rows], self.x)
-        return Split(x, self.y[rows], None if self.w is None else self.w[rows])
+        x, y = tf.nest.map_structure(lambda a: a[rows], (self.x, self.y))
+        return Split(x, y, None if self.w is None else self.w[rows])
 
     def labels(self) -> tuple:
         """(y,) or (y, w): what a step takes after x."""
@@ -112,6 +114,22 @@ def gather(arrays, rows: tf.Tensor):
     return tf.nest.map_structure(lambda a: tf.gather(a, rows), arrays)
 
 
+def labelled(y) -> list[tuple[str, object]]:
+    """Each label array of `y`, with how errors name it: 'y', or "y['price']" (a dict) and
+    'y[0]' (a tuple) for several outputs."""
+    if isinstance(y, dict):
+        return [(f"y[{key!r}]", array) for key, array in sorted(y.items())]
+    if isinstance(y, (list, tuple)):
+        return [(f"y[{index}]", array) for index, array in enumerate(y)]
+    return [("y", y)]
+
+
+def in_split(key: str, split: str) -> str:
+    """How errors name an array of a split: x_train, y_test, y_train['price'] (key y['price'])."""
+    base, bracket, rest = key.partition("[")
+    return f"{base}_{split}{bracket}{rest}"
+
+
 def train_dataset(
     split: Split,
     global_batch: int,
@@ -139,7 +157,7 @@ def train_dataset(
     """
     used = steps_per_epoch(len(split), global_batch) * global_batch
     x = tf.nest.map_structure(tf.constant, split.x)
-    labels = [tf.constant(a) for a in split.labels()]
+    labels = [tf.nest.map_structure(tf.constant, a) for a in split.labels()]
 
     def epoch_examples(epoch: tf.Tensor) -> tf.data.Dataset:
         order = epoch_order(len(split), seed, epoch)[:used]
@@ -152,7 +170,7 @@ def train_dataset(
         global_batch,
         context,
         first_step,
-        lambda index: (preprocess(gather(x, index)), *[tf.gather(a, index) for a in labels]),
+        lambda index: (preprocess(gather(x, index)), *[gather(a, index) for a in labels]),
     )
 
 
@@ -194,7 +212,8 @@ def pad_for_eval(split: Split, global_batch: int) -> tuple:
 
     weights = np.concatenate([np.ones(size, np.float32), np.zeros(pad, np.float32)])
     sample_weights = () if split.w is None else (padded(split.w),)
-    return tf.nest.map_structure(padded, split.x), padded(split.y), weights, *sample_weights
+    x, y = tf.nest.map_structure(padded, (split.x, split.y))
+    return x, y, weights, *sample_weights
 
 
 def eval_dataset(

@@ -35,20 +35,19 @@ def evaluate(
         raise UserError("the test split is empty; pass a --test_split with examples")
     global_batch = batch_size * strategy.num_replicas_in_sync
     with strategy.scope():
-        sums = metrics.Sums("evaluate", found.metrics)
+        sums = metrics.Sums("evaluate", found.metrics, found.output_losses)
         if sums.stateful:  # their state is made on a first update, before the replicas run
             first = split.take(slice(0, 2))
-            sums.build(tf.constant(first.y), output_float32(predict(preprocess(first.x))))
+            y = tf.nest.map_structure(tf.constant, first.y)
+            sums.build(y, output_float32(predict(preprocess(first.x))))
 
     def replica_step(x, y, weights, w=None):  # w: the split's sample weights, if any
         y_pred = output_float32(predict(x))
-        per_example = found.loss(y, y_pred)
-        if w is not None:
-            per_example *= tf.cast(w, per_example.dtype)
+        per_example, parts = found.per_example(y, y_pred, w)
         regularization = losses()
         if regularization:
             per_example += tf.cast(tf.add_n(regularization), per_example.dtype)
-        sums.update(per_example, y, y_pred, weights)
+        sums.update(per_example, y, y_pred, weights, parts)
 
     # No XLA: it would compile for longer than one pass over the test split takes.
     evaluation = loop.StreamEval(

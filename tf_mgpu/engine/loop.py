@@ -136,7 +136,7 @@ class ResidentTrain:
         def replica_fn(x, labels, order, step):
             rows = tf.gather(order, _replica_rows(step, global_batch, per_replica))
             x_rows = preprocess(data.gather(x, rows))
-            return replica_step(x_rows, *[tf.gather(a, rows) for a in labels])
+            return replica_step(x_rows, *[data.gather(a, rows) for a in labels])
 
         run_replica = _compiled(replica_fn, scope)
 
@@ -211,7 +211,7 @@ class ResidentEval:
         def replica_fn(x, *labels_and_step):  # y, padding weights, sample weights if any
             *labels, step = labels_and_step
             rows = _replica_rows(step, global_batch, per_replica)
-            replica_step(preprocess(data.gather(x, rows)), *[tf.gather(a, rows) for a in labels])
+            replica_step(preprocess(data.gather(x, rows)), *[data.gather(a, rows) for a in labels])
 
         run_replica = _compiled(replica_fn, scope)
 

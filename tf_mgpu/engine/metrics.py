@@ -1,9 +1,23 @@
 """The loss and the compiled metrics summed on every replica, read as totals over the cluster."""
 
+import dataclasses
 from collections.abc import Callable
 
 import keras
 import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class OfOutput:
+    """A stateful Keras metric of one output of a model with several: `pick(y, y_pred)`
+    gives that output's labels and prediction."""
+
+    metric: keras.metrics.Metric
+    pick: Callable
+
+
+def _whole(y, y_pred) -> tuple:
+    return y, y_pred
 
 
 class Sums:
@@ -22,17 +36,28 @@ class Sums:
     updates and a read sums over every replica and worker. Aggregating the
     state, not each replica's result, is what makes it exact. Call `build` on a
     sample before the first compiled step: some metrics make their state then.
+    A stateful metric of one output of several comes as `OfOutput`.
+
+    `losses` names each output's loss of a model with several (`price_loss`...),
+    summed like the loss from what `update` is given as `parts`.
     """
 
-    def __init__(self, name: str, metrics: dict[str, Callable | keras.metrics.Metric]):
-        self._stateful = {
-            key: type(m).from_config(m.get_config())
-            for key, m in metrics.items()
-            if isinstance(m, keras.metrics.Metric)
-        }
+    def __init__(
+        self,
+        name: str,
+        metrics: dict[str, Callable | keras.metrics.Metric | OfOutput],
+        losses: tuple[str, ...] = (),
+    ):
+        self._stateful = {}  # name -> (this Sums's copy of the metric, what it measures)
+        for key, given in metrics.items():
+            metric, pick = (
+                (given.metric, given.pick) if isinstance(given, OfOutput) else (given, _whole)
+            )
+            if isinstance(metric, keras.metrics.Metric):
+                self._stateful[key] = (type(metric).from_config(metric.get_config()), pick)
         self._metrics = {k: m for k, m in metrics.items() if k not in self._stateful}
         # The order (loss, metrics..., count) is the checkpoint's: keep it.
-        keys = ("loss", *self._metrics, "count")
+        keys = ("loss", *losses, *self._metrics, "count")
         self._sums = {
             key: tf.Variable(
                 0.0,
@@ -51,18 +76,20 @@ class Sums:
         y: tf.Tensor,
         y_pred: tf.Tensor,
         weights: tf.Tensor | None = None,
+        parts: dict[str, tf.Tensor] | None = None,
     ) -> None:
-        """Adds one replica's batch; examples of weight 0 (padding) count for nothing."""
+        """Adds one replica's batch; examples of weight 0 (padding) count for nothing.
+        `parts`: each output's per-example loss, for a model with several."""
         if weights is None:
             weights = tf.ones_like(per_example_loss, dtype=tf.float64)
         weights = tf.cast(weights, tf.float64)
-        values = {"loss": per_example_loss}
+        values = {"loss": per_example_loss, **(parts or {})}
         values.update({name: fn(y, y_pred) for name, fn in self._metrics.items()})
         for key, value in values.items():
             self._sums[key].assign_add(tf.reduce_sum(tf.cast(value, tf.float64) * weights))
         self._sums["count"].assign_add(tf.reduce_sum(weights))
-        for metric in self._stateful.values():
-            metric.update_state(y, y_pred, sample_weight=weights)
+        for metric, pick in self._stateful.values():
+            metric.update_state(*pick(y, y_pred), sample_weight=weights)
 
     def names(self) -> list[str]:
         """What `result` reports, but the examples: 'loss', then each metric's name."""
@@ -75,18 +102,18 @@ class Sums:
 
     def build(self, y, y_pred) -> None:
         """Makes every stateful metric's state (in the strategy's scope), then empties it."""
-        for metric in self._stateful.values():
-            metric.update_state(y, y_pred)
+        for metric, pick in self._stateful.values():
+            metric.update_state(*pick(y, y_pred))
             metric.reset_state()
 
     def variables(self) -> list[tf.Variable]:
-        stateful = [v for m in self._stateful.values() for v in m.variables]
+        stateful = [v for m, _ in self._stateful.values() for v in m.variables]
         return [*self._sums.values(), *stateful]
 
     def reset(self) -> None:
         for total in self._sums.values():
             total.assign(0.0)
-        for metric in self._stateful.values():
+        for metric, _ in self._stateful.values():
             metric.reset_state()
 
     def totals(self) -> tuple[float, float]:
@@ -98,7 +125,7 @@ class Sums:
         totals = {key: float(total.numpy()) for key, total in self._sums.items()}
         count = totals.pop("count")
         means = {key: total / count for key, total in totals.items()}
-        states = {key: float(m.result()) for key, m in self._stateful.items()}
+        states = {key: float(m.result()) for key, (m, _) in self._stateful.items()}
         return {**means, **states, "examples": int(count)}
 
 

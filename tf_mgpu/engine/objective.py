@@ -11,39 +11,94 @@ per-example values too, summed in float64 over every replica and worker.
 
 A loss that returns more than one value per example (per time step, say)
 is averaged over those first, as Keras's default reduction does.
+
+A model with several outputs (see `tf_mgpu.engine.heads`) has one loss per
+output: each example's loss is the sum over outputs of the output's loss
+weight times its per-example loss, so the reduction above stays exact. Each
+output's loss is reported too, as Keras reports it (`price_loss`: times the
+sample weights, not the loss weight), and each output's metrics are named
+`<output>_<metric>`.
 """
 
 import dataclasses
 from collections.abc import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from tf_mgpu.engine import heads
+from tf_mgpu.engine.metrics import OfOutput
+from tf_mgpu.engine.per_example import is_sparse_categorical, loss_function, metric_function
 from tf_mgpu.errors import UserError
 
-_ACCURACY = ("accuracy", "acc")
+
+@dataclasses.dataclass(frozen=True)
+class OutputLoss:
+    """The loss of one output of several: `loss(y, y_pred)` takes the whole labels and
+    predictions and returns that output's per-example loss; `weight` is compile's
+    `loss_weights` entry (None: 1). `name` is Keras's: `<output>_loss`."""
+
+    name: str
+    loss: Callable[[object, object], tf.Tensor]
+    weight: float | None
 
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
     """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example;
-    a stateful Keras metric (AUC, Precision...) stands as itself (see `metrics.Sums`).
+    a stateful Keras metric (AUC, Precision...) stands as itself (see `metrics.Sums`), or
+    as a `metrics.OfOutput` when it measures one output of several.
 
     `sparse_classes`: for a sparse categorical loss, how many classes the model
-    outputs (labels must lie below it); None otherwise.
+    outputs (labels must lie below it); for several outputs a dict from each
+    `heads.Head` with such a loss to its classes; None otherwise.
+    `outputs`: for a model with several outputs, each output's loss; `loss`
+    is then their weighted sum.
     """
 
     loss: Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
-    metrics: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | keras.metrics.Metric]
-    sparse_classes: int | None = None
+    metrics: dict[str, Callable | keras.metrics.Metric | OfOutput]
+    sparse_classes: int | dict | None = None
+    outputs: tuple[OutputLoss, ...] = ()
+
+    @property
+    def output_losses(self) -> tuple[str, ...]:
+        """The names of the outputs' own losses (`price_loss`...), none for one output."""
+        return tuple(output.name for output in self.outputs)
+
+    @property
+    def reported(self) -> list[str]:
+        """Every value reported besides the loss: each output's loss, then every metric."""
+        return [*self.output_losses, *self.metrics]
+
+    def per_example(self, y, y_pred, w=None) -> tuple[tf.Tensor, dict | None]:
+        """Each example's loss, times its sample weight `w` if any; and for several outputs,
+        each output's (times `w`, not its loss weight), keyed by `output_losses`, else None."""
+        if not self.outputs:
+            return _weighted(self.loss(y, y_pred), w), None
+        parts = {output.name: _weighted(output.loss(y, y_pred), w) for output in self.outputs}
+        return _weighted_sum(parts, self.outputs), parts
 
 
-def from_compiled(
-    model: keras.Model, y_shape: tuple, y_pred_shape: tuple | None, where: str
-) -> Objective:
-    """The objective `model.compile` set; `y_shape` is one label's shape and `y_pred_shape`
-    one output's (None for several outputs), which choose what 'accuracy' means, as
-    Keras does from the first batch.
+def _weighted(per_example: tf.Tensor, w) -> tf.Tensor:
+    """Each example's loss times its sample weight (Keras's `sample_weight`), if any."""
+    return per_example if w is None else per_example * tf.cast(w, per_example.dtype)
+
+
+def _weighted_sum(parts: dict, outputs: tuple[OutputLoss, ...]) -> tf.Tensor:
+    """Σ over outputs of loss weight x per-example loss, as Keras's CompileLoss adds them."""
+    dtype = parts[outputs[0].name].dtype
+    terms = [
+        tf.cast(parts[o.name], dtype) * (1.0 if o.weight is None else o.weight) for o in outputs
+    ]
+    return tf.add_n(terms)
+
+
+def from_compiled(model: keras.Model, y, y_pred, where: str) -> Objective:
+    """The objective `model.compile` set. `y` are the labels of a few examples and `y_pred`
+    the model's outputs on them: their shapes choose what 'accuracy' means, as Keras
+    chooses from the first batch, and they must fit each other (several outputs).
 
     `where` names the task in the errors, which are one line each.
     """
@@ -52,131 +107,138 @@ def from_compiled(
             f"{where}: build_model() returned a model that is not compiled with a loss; "
             f"call model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
         )
-    if isinstance(model.loss, (list, tuple, dict)):
-        raise UserError(
-            f"{where}: the model is compiled with several losses; tf_mgpu trains models "
-            f"with one loss (one output); combine them into one loss function"
-        )
     if model._compile_metrics and model._compile_metrics._user_weighted_metrics:
         raise UserError(
             f"{where}: the model is compiled with weighted_metrics, which tf_mgpu does not "
             f"compute yet; pass them as metrics=[...] (unweighted)"
         )
-    loss = _loss_function(model.loss)
+    found = heads.of_model(model, y, y_pred, where)
+    if found is not None:
+        return _several(model, found, y, y_pred, where)
+    if isinstance(model.loss, (list, tuple, dict)):
+        raise UserError(
+            f"{where}: the model is compiled with several losses but has one output; "
+            f"compile it with one loss"
+        )
+    y_shape = tuple(np.shape(y)[1:])
+    y_pred_shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
+    loss = _scaled(loss_function(model.loss), _one_weight(loss_weights(model), where))
     metrics = {}
     for given in compiled_metrics(model):
-        name, per_example = _metric_function(given, y_shape, y_pred_shape, where)
-        metrics[name] = per_example
-    sparse = _is_sparse_categorical(model.loss) and y_pred_shape
+        name, fn = metric_function(given, y_shape, y_pred_shape)
+        metrics[name] = fn
+    sparse = is_sparse_categorical(model.loss) and y_pred_shape
     return Objective(
         loss=loss, metrics=metrics, sparse_classes=y_pred_shape[-1] if sparse else None
     )
 
 
-def output_shape(model: keras.Model, x) -> tuple | None:
-    """One output's shape from calling `model` on the examples `x` (a subclassed model
-    declares none), or None for several outputs."""
-    y_pred = model(x, training=False)
-    return tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
+def _several(model: keras.Model, found: tuple, y, y_pred, where: str) -> Objective:
+    """The objective of a model with several outputs, `found` (see `heads.of_model`)."""
+    losses = heads.spread(model.loss, found, "loss", where)
+    weights = loss_weights(model)
+    weights = (
+        [None] * len(found)
+        if weights is None
+        else heads.spread(weights, found, "loss_weights", where)
+    )
+    user = user_metrics(model)
+    per_output = (
+        [None] * len(found) if not user else heads.spread(user, found, "metrics", where, some=True)
+    )
+    outputs, sparse, measured, taken = [], {}, {}, {}
+    for head, given, weight, chosen in zip(found, losses, weights, per_output, strict=True):
+        if given is None:
+            raise UserError(
+                f"{where}: compile's loss gives output {head.name!r} no loss; tf_mgpu trains "
+                f"every output with a loss: give it one, or build the model without it"
+            )
+        y_shape, y_pred_shape = tuple(np.shape(head.of(y))[1:]), tuple(head.of(y_pred).shape[1:])
+        outputs.append(OutputLoss(f"{head.name}_loss", _on(head, loss_function(given)), weight))
+        if is_sparse_categorical(given):
+            sparse[head] = y_pred_shape[-1]
+        for one in _flat(chosen, several=True):
+            name, fn = metric_function(one, y_shape, y_pred_shape)
+            key = heads.named(head, name, taken)
+            measured[key] = OfOutput(fn, head.pick) if _stateful(fn) else _on(head, fn)
+    outputs = tuple(outputs)
+
+    def total(y, y_pred) -> tf.Tensor:
+        return _weighted_sum({o.name: o.loss(y, y_pred) for o in outputs}, outputs)
+
+    return Objective(total, measured, sparse or None, outputs)
 
 
-def _is_sparse_categorical(given) -> bool:
-    if isinstance(given, str):
-        return given.lower() in ("sparse_categorical_crossentropy", "scce")
-    if isinstance(given, keras.losses.SparseCategoricalCrossentropy):
-        return True
-    return given is keras.losses.sparse_categorical_crossentropy
+def _on(head: heads.Head, fn: Callable) -> Callable:
+    """`fn` (y, y_pred) applied to the labels and prediction of one output, `head`."""
+
+    def of_head(y, y_pred) -> tf.Tensor:
+        return fn(*head.pick(y, y_pred))
+
+    return of_head
+
+
+def _stateful(metric) -> bool:
+    return isinstance(metric, keras.metrics.Metric)
+
+
+def loss_weights(model: keras.Model):
+    """compile's `loss_weights` as given (None, a number, a list or a dict)."""
+    # As for the metrics, Keras keeps them as given only here.
+    compiled = getattr(model, "_compile_loss", None)
+    return getattr(compiled, "_user_loss_weights", None)
+
+
+def _one_weight(given, where: str) -> float | None:
+    """The loss weight of a model with one output: a number, or one in a list or dict."""
+    if isinstance(given, (list, tuple, dict)):
+        values = list(given.values()) if isinstance(given, dict) else list(given)
+        if len(values) != 1:
+            raise UserError(
+                f"{where}: compile's loss_weights holds {len(values)} weights, but the model "
+                f"has one output; give one weight"
+            )
+        given = values[0]
+    return given
+
+
+def _scaled(loss: Callable, weight: float | None) -> Callable:
+    """`loss` times compile's loss weight of a one-output model, as Keras weights it."""
+    if weight is None:
+        return loss
+
+    def weighted(y, y_pred) -> tf.Tensor:
+        values = loss(y, y_pred)
+        return values * tf.cast(weight, values.dtype)
+
+    return weighted
 
 
 def compiled_metrics(model: keras.Model) -> list:
-    """The metrics as the user passed them to `compile`, a flat list."""
+    """The metrics as the user passed them to `compile` for a model with one output, a
+    flat list."""
+    return _flat(user_metrics(model))
+
+
+def user_metrics(model: keras.Model):
+    """The metrics exactly as the user passed them to `compile` (None, a list, a dict...)."""
     # Keras keeps them as passed only here; there is no public reader, and its
     # serialized form (get_compile_config) loses unregistered functions.
-    return _flat(model._compile_metrics._user_metrics if model._compile_metrics else [])
+    return model._compile_metrics._user_metrics if model._compile_metrics else None
 
 
-def _flat(metrics) -> list:
+def _flat(metrics, several: bool = False) -> list:
+    """One output's metrics as a list: for one of several outputs, Keras takes a single
+    metric as a list of it."""
     if metrics is None:
         return []
+    if several and not isinstance(metrics, (list, tuple)):
+        return [metrics]
     if isinstance(metrics, dict) or (
         isinstance(metrics, (list, tuple)) and any(isinstance(m, (list, dict)) for m in metrics)
     ):
         raise UserError(
-            "metrics per output are not supported: tf_mgpu trains models with one output; "
-            "pass metrics=[...] as a flat list"
+            "metrics per output are given for a model with one output; pass metrics=[...] as "
+            "a flat list"
         )
     return list(metrics)
-
-
-def _loss_function(given) -> Callable:
-    """The compiled loss as a per-example function, ignoring the object's own reduction."""
-    loss = keras.losses.get(given) if isinstance(given, (str, dict)) else given
-    if isinstance(loss, keras.losses.Loss):
-        fn, loss_dtype = loss.call, loss.dtype
-    else:  # a function (y_true, y_pred), as Keras wraps it
-        fn, loss_dtype = loss, keras.config.floatx()
-
-    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
-        # As Loss.__call__ does before its `call`: both in the loss's dtype (floatx),
-        # except that a float64 model keeps float64 (exact comparisons).
-        dtype = tf.float64 if y_pred.dtype == tf.float64 else loss_dtype
-        y, y_pred = _same_rank(tf.cast(y, dtype), tf.cast(y_pred, dtype))
-        return _one_per_example(fn(y, y_pred))
-
-    return per_example
-
-
-def _metric_function(given, y_shape, y_pred_shape, where: str) -> tuple[str, Callable]:
-    """(name, per-example function) for one entry of compile's `metrics`, or (name, the
-    Keras metric) for a stateful one, which `metrics.Sums` keeps a copy of."""
-    if isinstance(given, str) and given.lower() in _ACCURACY:
-        return given, _accuracy(y_shape, y_pred_shape)
-    metric = keras.metrics.get(given) if isinstance(given, (str, dict)) else given
-    if isinstance(metric, keras.metrics.Metric):
-        if not isinstance(metric, keras.metrics.MeanMetricWrapper):
-            # Stateful (AUC, Precision...): its state is summed over replicas (metrics.Sums).
-            return (given if isinstance(given, str) else metric.name), metric
-        fn, kwargs = metric._fn, metric._fn_kwargs  # no public reader of either
-        name = metric.name
-    else:
-        fn, kwargs = metric, {}
-        name = getattr(fn, "__name__", "metric")
-    if isinstance(given, str):  # as Keras names it: 'mae' stays 'mae'
-        name = given
-
-    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
-        return _one_per_example(fn(y, y_pred, **kwargs))
-
-    return name, per_example
-
-
-def _accuracy(y_shape, y_pred_shape) -> Callable:
-    """Keras's choice for 'accuracy': binary, sparse categorical or categorical by shapes."""
-    fn = keras.metrics.categorical_accuracy
-    if y_pred_shape is not None:
-        if y_pred_shape[-1:] == (1,):
-            fn = keras.metrics.binary_accuracy
-        elif len(y_shape) < len(y_pred_shape) or (y_shape[-1:] == (1,) and y_pred_shape[-1] != 1):
-            fn = keras.metrics.sparse_categorical_accuracy
-
-    def per_example(y: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
-        return _one_per_example(fn(y, y_pred))
-
-    return per_example
-
-
-def _same_rank(y: tf.Tensor, y_pred: tf.Tensor) -> tuple:
-    """Labels (N,) against outputs (N, 1), or the reverse, made the same rank, as Keras's
-    loss wrapper does; other shapes pass unchanged (sparse labels keep one rank less)."""
-    if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
-        y = tf.expand_dims(y, -1)
-    elif y.shape.rank == y_pred.shape.rank + 1 and y.shape[-1] == 1:
-        y = tf.squeeze(y, -1)
-    return y, y_pred
-
-
-def _one_per_example(values: tf.Tensor) -> tf.Tensor:
-    values = tf.convert_to_tensor(values)
-    if values.shape.rank is not None and values.shape.rank > 1:
-        values = tf.reduce_mean(values, axis=list(range(1, values.shape.rank)))
-    return values

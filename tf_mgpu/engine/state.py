@@ -96,16 +96,18 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
         check_inputs(net, sample.x, task.where)
         # Also builds a subclassed model's variables, which exist after a first call.
         y_pred = output_float32(net(task.preprocess(sample.x), training=False))
-        y_pred_shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
-        found = objective.from_compiled(net, sample.y.shape[1:], y_pred_shape, task.where)
-        if found.loss(tf.constant(sample.y), y_pred).shape.rank == 0:
+        found = objective.from_compiled(net, sample.y, y_pred, task.where)
+        # Labels of zeros, valid for any loss: what the labels hold is checked later, over
+        # every split (`task.check_labels`), and these calls only build and check shapes.
+        y = tf.nest.map_structure(lambda a: tf.zeros_like(tf.constant(a)), sample.y)
+        total, parts = found.per_example(y, y_pred)
+        if any(loss.shape.rank == 0 for loss in [total, *(parts or {}).values()]):
             raise UserError(
                 f"{task.where}: the compiled loss returns one value per batch, not one per "
                 f"example; return the per-example values (no mean over the batch): tf_mgpu "
                 f"reduces them over the global batch, however it is split over replicas"
             )
         net.optimizer.build(net.trainable_variables)
-        y = tf.constant(sample.y)
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
         if own or own_eval:  # built before the first step, as fit builds them
             net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
@@ -114,12 +116,12 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
         if own:
             train_sums = metrics.KerasMetrics(net, "train")
         else:
-            train_sums = metrics.Sums("train", found.metrics)
+            train_sums = metrics.Sums("train", found.metrics, found.output_losses)
             train_sums.build(y, y_pred)
         if own_eval:
             test_sums = metrics.KerasMetrics(net, "test")
         else:
-            test_sums = metrics.Sums("test", found.metrics)
+            test_sums = metrics.Sums("test", found.metrics, found.output_losses)
             test_sums.build(y, y_pred)
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.

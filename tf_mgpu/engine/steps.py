@@ -22,18 +22,14 @@ def _outputs(state: TrainState, x, training: bool):
     return output_float32(state.model(x, training=training))
 
 
-def _weighted(per_example: tf.Tensor, w) -> tf.Tensor:
-    """Each example's loss times its sample weight (Keras's `sample_weight`), if any."""
-    return per_example if w is None else per_example * tf.cast(w, per_example.dtype)
-
-
 def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y, w=None):
     """This replica's share of the gradient of the mean loss over the global batch,
     and whether its loss was finite. With sample weights `w`, the loss is the sum of
     the weighted losses divided by the global batch, as Keras's default reduction."""
     with tf.GradientTape() as tape, replica_streams(state):
         y_pred = _outputs(state, x, training=True)
-        per_example = _weighted(state.objective.loss(y, y_pred), w)
+        # With several outputs, each example's loss sums the outputs' weighted losses.
+        per_example, parts = state.objective.per_example(y, y_pred, w)
         loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         regularization = _regularization(state, per_example.dtype)
         if regularization is not None:  # once per step over all replicas
@@ -42,7 +38,7 @@ def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x,
         # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
         # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
         scaled = state.optimizer.scale_loss(loss)
-    state.train_sums.update(per_example, y, y_pred)
+    state.train_sums.update(per_example, y, y_pred, parts=parts)
     return tape.gradient(scaled, state.model.trainable_variables), tf.math.is_finite(loss)
 
 
@@ -66,12 +62,12 @@ def replica_train_step(
     if accumulation_steps == 1:
         grads, finite = gradients(x, y, w)
     else:
-        micro = y.shape[0] // accumulation_steps
+        micro = tf.nest.flatten(y)[0].shape[0] // accumulation_steps
 
         def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
             rows = j * micro + tf.range(micro)
             w_rows = None if w is None else tf.gather(w, rows)
-            more, more_finite = gradients(data.gather(x, rows), tf.gather(y, rows), w_rows)
+            more, more_finite = gradients(data.gather(x, rows), data.gather(y, rows), w_rows)
             return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
 
         _, grads, finite = tf.while_loop(
@@ -97,7 +93,7 @@ def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
     """
     with replica_streams(state):
         logs = state.model.train_step((x, y) if w is None else (x, y, w))
-    state.train_sums.count(tf.shape(y)[0])
+    state.train_sums.count(tf.shape(tf.nest.flatten(y)[0])[0])
     state.steps.assign_add(1)
     loss = logs.get("loss") if isinstance(logs, dict) else None
     if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
@@ -145,11 +141,11 @@ def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=No
     (unweighted by `w`, as Keras's compiled `metrics` are) into `sums`. `weights` is 0
     for padding."""
     y_pred = _outputs(state, x, training=False)
-    per_example = _weighted(state.objective.loss(y, y_pred), w)
+    per_example, parts = state.objective.per_example(y, y_pred, w)
     regularization = _regularization(state, per_example.dtype)
     if regularization is not None:
         per_example += regularization
-    sums.update(per_example, y, y_pred, weights)
+    sums.update(per_example, y, y_pred, weights, parts)
 
 
 def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, weights, w=None):
@@ -162,9 +158,9 @@ def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, w
     def kept(a):
         return tf.boolean_mask(a, real)
 
-    x, y = tf.nest.map_structure(kept, x), kept(y)
+    x, y = tf.nest.map_structure(kept, x), tf.nest.map_structure(kept, y)
     batch = (x, y) if w is None else (x, y, kept(w))
-    count = tf.shape(y)[0]
+    count = tf.shape(tf.nest.flatten(y)[0])[0]
     tf.cond(count > 0, lambda: _test_step(state, batch), tf.no_op)
     sums.count(count)
 

@@ -1,7 +1,8 @@
 """A split given as a `tf.data.Dataset`, read as training goes instead of held in memory.
 
 A task's `load_data` may return, for either split, a dataset of unbatched
-(x, y) elements. It is never read into memory for training:
+(x, y) elements (y a dict or tuple of labels for a model with several
+outputs). It is never read into memory for training:
 - One pass at start (`scan`) counts the examples and checks them, as arrays
   are checked (non-finite values, the label range), keeping only the counts.
 - Each epoch reads the dataset once more, shuffled through a buffer of
@@ -37,8 +38,10 @@ class Stream:
 
     dataset: tf.data.Dataset
     length: int
-    nonfinite: dict  # "x" (or an input's name) or "y" -> how many NaN or inf values
-    label_range: tuple  # (smallest, largest label, whether every label is an integer)
+    nonfinite: dict  # "x" (or an input's name) or "y" (y['price']...) -> NaN or inf values
+    # (smallest, largest label, whether every label is an integer), or for several
+    # outputs one such tuple per label array, in y's dict or tuple
+    label_range: object
 
     def __len__(self) -> int:
         return self.length
@@ -55,7 +58,7 @@ class Stream:
         specs = x if isinstance(x, dict) else {"x": x}
         return {
             **{k: tuple(s.shape) for k, s in sorted(specs.items())},
-            "y": tuple(y.shape),
+            "y": tf.nest.map_structure(lambda s: tuple(s.shape), y),
         }
 
     def in_memory(self) -> data.Split:
@@ -77,19 +80,27 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
             f"(x, y) elements"
         )
     length, nonfinite = 0, {}
-    low, high, integral = np.inf, -np.inf, True
+    ranges = [(np.inf, -np.inf, True)] * len(tf.nest.flatten(spec[1]))
     for x, y in dataset.batch(_SCAN_BATCH).as_numpy_iterator():
-        length += len(y)
-        for key, array in [*(x.items() if isinstance(x, dict) else [("x", x)]), ("y", y)]:
+        labels = tf.nest.flatten(y)
+        length += len(labels[0])
+        for key, array in [*(x.items() if isinstance(x, dict) else [("x", x)]), *data.labelled(y)]:
             if np.issubdtype(array.dtype, np.inexact):
                 bad = int(array.size - np.count_nonzero(np.isfinite(array)))
                 nonfinite[key] = nonfinite.get(key, 0) + bad
-        if y.size and np.issubdtype(y.dtype, np.number):
-            low, high = min(low, float(y.min())), max(high, float(y.max()))
-            integral = integral and bool(np.array_equal(y, np.round(y)))
+        ranges = [_widened(known, array) for known, array in zip(ranges, labels, strict=True)]
     if length == 0:
         raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
-    return Stream(dataset, length, nonfinite, (low, high, integral))
+    return Stream(dataset, length, nonfinite, tf.nest.pack_sequence_as(spec[1], ranges))
+
+
+def _widened(known: tuple, y: np.ndarray) -> tuple:
+    """(smallest, largest, all integers) over the labels seen so far and `y`."""
+    low, high, integral = known
+    if y.size and np.issubdtype(y.dtype, np.number):
+        low, high = min(low, float(y.min())), max(high, float(y.max()))
+        integral = integral and bool(np.array_equal(y, np.round(y)))
+    return low, high, integral
 
 
 def _arrays(dataset: tf.data.Dataset) -> data.Split:
@@ -163,7 +174,7 @@ def eval_dataset(
     filler = real.take(1).map(
         lambda x, y, w: (
             tf.nest.map_structure(tf.zeros_like, x),
-            tf.zeros_like(y),
+            tf.nest.map_structure(tf.zeros_like, y),
             tf.constant(0.0),
         )
     )

@@ -94,8 +94,8 @@ def check_data(datasets: data.Data, where: str) -> None:
         for key, bad in _nonfinite(split).items():
             if bad:
                 raise UserError(
-                    f"{where}: {key}_{name} holds {bad:,} non-finite values (NaN or inf); "
-                    f"clean or impute them in load_data()"
+                    f"{where}: {data.in_split(key, name)} holds {bad:,} non-finite values (NaN or "
+                    f"inf); clean or impute them in load_data()"
                 )
     train = _shapes(datasets.train)
     for name, split in _named_splits(datasets)[1:]:
@@ -112,14 +112,14 @@ def _named_splits(datasets: data.Data) -> list:
 
 
 def _nonfinite(split) -> dict:
-    """Input name (or "x") or "y" -> how many NaN or inf values it holds."""
+    """Input name (or "x"), "y" (or y['price']...) -> how many NaN or inf values it holds."""
     if isinstance(split, stream.Stream):
         return split.nonfinite
     arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
     weights = [] if split.w is None else [("sample_weight", split.w)]
     return {
         key: int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        for key, array in [*arrays, ("y", split.y), *weights]
+        for key, array in [*arrays, *data.labelled(split.y), *weights]
         if np.issubdtype(array.dtype, np.inexact)
     }
 
@@ -128,36 +128,54 @@ def _shapes(split) -> dict:
     if isinstance(split, stream.Stream):
         return split.shapes()
     x = split.x if isinstance(split.x, dict) else {"x": split.x}
-    return {**{k: tuple(np.shape(v)[1:]) for k, v in sorted(x.items())}, "y": split.y.shape[1:]}
+    y = tf.nest.map_structure(lambda a: tuple(np.shape(a)[1:]), split.y)
+    return {**{k: tuple(np.shape(v)[1:]) for k, v in sorted(x.items())}, "y": y}
 
 
-def _label_range(split) -> tuple:
-    """(smallest label, largest label, whether every label is an integer)."""
+def _label_range(split, head=None) -> tuple:
+    """(smallest label, largest label, whether every label is an integer), of the labels of
+    output `head` (a `heads.Head`) for a model with several."""
     if isinstance(split, stream.Stream):
-        return split.label_range
-    y = split.y
+        return split.label_range if head is None else head.of(split.label_range)
+    y = split.y if head is None else head.of(split.y)
     integral = np.issubdtype(y.dtype, np.integer) or np.array_equal(y, np.round(y))
     return float(y.min()), float(y.max()), bool(integral)
 
 
-def check_labels(classes: int | None, datasets: data.Data, where: str) -> None:
+def check_labels(classes: int | dict | None, datasets: data.Data, where: str) -> None:
     """UserError unless sparse labels (integers, for a sparse categorical loss over
-    `classes` outputs) lie in [0, classes)."""
+    `classes` outputs) lie in [0, classes); for several outputs, `classes` maps each
+    `heads.Head` with such a loss to its classes."""
     if classes is None:
         return
-    for name, split in _named_splits(datasets):
-        low, high, integral = _label_range(split)
-        if not integral:
-            raise UserError(
-                f"{where}: y_{name} holds non-integer labels, but the model is compiled with "
-                f"a sparse categorical loss; give class indices 0..{classes - 1}"
-            )
-        if low < 0 or high >= classes:
-            raise UserError(
-                f"{where}: y_{name} holds labels from {low:g} to {high:g}, but the model "
-                f"outputs {classes} classes (0..{classes - 1}); give the last "
-                f"layer {int(high) + 1} units or renumber the labels"
-            )
+    each = classes.items() if isinstance(classes, dict) else [(None, classes)]
+    for head, count in each:
+        for name, split in _named_splits(datasets):
+            _check_range(_label_range(split, head), count, where, _labels_of(split, name, head))
+
+
+def _labels_of(split, name: str, head) -> str:
+    """How errors name the labels of `head` (None: the only ones) in split `name`."""
+    if head is None:
+        return f"y_{name}"
+    labels = split.label_range if isinstance(split, stream.Stream) else split.y
+    shown = head.label(labels, f"y_{name}")
+    return shown if isinstance(labels, dict) else f"{shown} (output {head.name!r})"
+
+
+def _check_range(found: tuple, classes: int, where: str, labels: str) -> None:
+    low, high, integral = found
+    if not integral:
+        raise UserError(
+            f"{where}: {labels} holds non-integer labels, but the model is compiled with "
+            f"a sparse categorical loss; give class indices 0..{classes - 1}"
+        )
+    if low < 0 or high >= classes:
+        raise UserError(
+            f"{where}: {labels} holds labels from {low:g} to {high:g}, but the model "
+            f"outputs {classes} classes (0..{classes - 1}); give the last "
+            f"layer {int(high) + 1} units or renumber the labels"
+        )
 
 
 def output_float32(y_pred):

@@ -143,11 +143,12 @@ class Trainer:
             with self._strategy.scope():
                 return metrics.KerasMetrics(self.state.model, "val")
         with self._strategy.scope():
-            sums = metrics.Sums("val", self.state.objective.metrics)
+            found = self.state.objective
+            sums = metrics.Sums("val", found.metrics, found.output_losses)
             if sums.stateful:
                 sample = split.take(slice(0, 2))
                 y_pred = output_float32(self.state.model(self.task.preprocess(sample.x)))
-                sums.build(tf.constant(sample.y), y_pred)
+                sums.build(tf.nest.map_structure(tf.constant, sample.y), y_pred)
         return sums
 
     def _eval_loop(self, split, sums: metrics.Sums):

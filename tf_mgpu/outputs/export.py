@@ -88,7 +88,8 @@ def float32_copy(model: keras.Model) -> keras.Model:
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
         loss=model.loss,
-        metrics=[_fresh(m) for m in objective.compiled_metrics(model)],
+        loss_weights=objective.loss_weights(model),
+        metrics=_fresh_metrics(objective.user_metrics(model)),
     )
     return copy
 
@@ -139,11 +140,18 @@ def _layers(model: keras.Layer) -> list[keras.Layer]:
     return found
 
 
-def _fresh(metric):
-    """A new metric like `metric`: the compiled one's variables belong to the strategy."""
-    if isinstance(metric, keras.metrics.Metric):
-        return type(metric).from_config(metric.get_config())
-    return metric
+def _fresh_metrics(metrics):
+    """compile's metrics as given (a list, or per output a dict or list of lists), with a
+    new object for each metric object: the compiled ones' variables belong to the strategy."""
+    if metrics is None:
+        return []
+
+    def fresh(metric):
+        if isinstance(metric, keras.metrics.Metric):
+            return type(metric).from_config(metric.get_config())
+        return metric
+
+    return tf.nest.map_structure(fresh, metrics)
 
 
 def write_keras(model: keras.Model, model_dir: str) -> str:

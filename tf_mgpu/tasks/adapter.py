@@ -173,20 +173,38 @@ def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
             f"a tf.data.Dataset of (x, y) elements"
         ) from None
     x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
-    y = np.asarray(y)
-    w = _sample_weights(weights[0], len(y), where, name) if weights else None
-    if y.ndim == 0:
-        raise UserError(f"{where}: y_{name} is a single value; give one label per example")
-    for key, array in x.items() if isinstance(x, dict) else [(f"x_{name}", x)]:
-        if array.ndim == 0 or len(array) != len(y):
+    y = _labels(y)
+    labels = [(data.in_split(key, name), array) for key, array in data.labelled(y)]
+    for key, array in labels:
+        if array.ndim == 0:
+            raise UserError(f"{where}: {key} is a single value; give one label per example")
+    first, y_rows = labels[0][0], len(labels[0][1])
+    w = _sample_weights(weights[0], y_rows, where, name) if weights else None
+    features = x.items() if isinstance(x, dict) else [(f"x_{name}", x)]
+    for key, array in [*features, *labels[1:]]:
+        if array.ndim == 0 or len(array) != y_rows:
             rows = len(array) if array.ndim else "no"
             raise UserError(
-                f"{where}: {key} has {rows} rows but y_{name} has {len(y)}; "
+                f"{where}: {key} has {rows} rows but {first} has {y_rows}; "
                 f"give x and y one row per example"
             )
-    if len(y) == 0:
+    if y_rows == 0:
         raise UserError(f"{where}: the {name} split is empty; load_data() must return examples")
     return data.Split(x, y, w)
+
+
+def _labels(y):
+    """load_data's y as arrays: one, or for a model with several outputs a dict of them
+    (keyed by the outputs' names) or a tuple (in their order), as Keras takes them."""
+    if isinstance(y, dict) and y:
+        return {key: np.asarray(array) for key, array in y.items()}
+    if isinstance(y, (list, tuple)) and y and all(_is_array(labels) for labels in y):
+        return tuple(np.asarray(array) for array in y)
+    return np.asarray(y)  # a list of numbers is one array of labels, as before
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape") and np.ndim(value) >= 1
 
 
 def _sample_weights(given, rows: int, where: str, name: str) -> np.ndarray:
@@ -216,6 +234,11 @@ def _class_weighted(split, class_weight: dict, where: str) -> data.Split:
             f"(x, y, sample_weight) arrays with the class weights in sample_weight"
         )
     y = split.y
+    if not isinstance(y, np.ndarray):
+        raise UserError(
+            f"{where}: CLASS_WEIGHT applies to a model with one output, as Keras's "
+            f"fit(class_weight=...); give per-example weights as sample_weight arrays instead"
+        )
     classes = y.argmax(-1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(len(y))
     classes = np.rint(classes).astype(np.int64)
     missing = sorted(set(np.unique(classes).tolist()) - set(class_weight))

@@ -50,8 +50,7 @@ def step_flops(task: str, data_dir, manual_dir, train_split: str, test_split: st
     x = tf.nest.map_structure(lambda a: tf.constant(a[:batch]), host(datasets.train.x))
     y = tf.constant(datasets.train.y[:batch])
     # The per-example loss tf_mgpu's step takes from the compiled model, on its outputs.
-    shape = objective.output_shape(net, x)
-    loss_fn = objective.from_compiled(net, datasets.train.y.shape[1:], shape, record.where).loss
+    loss_fn = objective.from_compiled(net, y, net(x, training=False), record.where).loss
     variables = net.trainable_variables
 
     @tf.function
