@@ -55,8 +55,8 @@ MUTATIONS = (
         behaviour="a tf.data split is read each epoch, never held",
         what="the dataset cached",
         path="tf_mgpu/engine/stream.py",
-        old="    return Stream(dataset, length, nonfinite, (low, high, integral))",
-        new="    return Stream(dataset.cache(), length, nonfinite, (low, high, integral))",
+        old="    return Stream(dataset, length, nonfinite,",
+        new="    return Stream(dataset.cache(), length, nonfinite,",
         tests=(
             "tests/engine/test_stream.py::"
             "test_training_reads_the_dataset_each_epoch_instead_of_holding_it",
@@ -98,8 +98,8 @@ MUTATIONS = (
         behaviour="training's test metrics count padding for nothing",
         what="the padding weights dropped",
         path="tf_mgpu/engine/steps.py",
-        old="    sums.update(per_example, y, y_pred, weights)",
-        new="    sums.update(per_example, y, y_pred)",
+        old="    sums.update(per_example, y, y_pred, weights, parts)",
+        new="    sums.update(per_example, y, y_pred, None, parts)",
         tests=(
             "tests/keras/test_data_and_metrics.py::"
             "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
@@ -109,8 +109,8 @@ MUTATIONS = (
         behaviour="the evaluate command counts padding for nothing",
         what="the padding weights dropped",
         path="tf_mgpu/engine/evaluation.py",
-        old="        sums.update(per_example, y, y_pred, weights)",
-        new="        sums.update(per_example, y, y_pred)",
+        old="        sums.update(per_example, y, y_pred, weights, parts)",
+        new="        sums.update(per_example, y, y_pred, None, parts)",
         tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
     ),
     Mutation(
@@ -146,7 +146,7 @@ MUTATIONS = (
     Mutation(
         behaviour="a loss's own reduction does not change training",
         what="the loss object's reduction used",
-        path="tf_mgpu/engine/objective.py",
+        path="tf_mgpu/engine/per_example.py",
         old="        fn, loss_dtype = loss.call, loss.dtype",
         new="        fn, loss_dtype = loss, loss.dtype",
         tests=("tests/keras/test_losses.py",),
