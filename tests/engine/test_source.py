@@ -1,10 +1,27 @@
 """Random-access sources: a seeded permutation per epoch, each replica's share read alone,
-instant resume by arithmetic, and every example checked as it is read."""
+instant resume by arithmetic, and every example checked as it is read; and a task whose
+splits are such sources, trained on replicas and on workers, and killed."""
+
+import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import support
+from tests.keras.helpers import (
+    FILES,
+    FLOAT64,
+    assert_same_weights,
+    kill_mid_epoch_then_resume,
+    load,
+    one_and_two,
+    strict,
+)
+from tests.support import cpu_strategy
+from tf_mgpu import training
+from tf_mgpu.config import Config
 from tf_mgpu.engine import source
 from tf_mgpu.errors import UserError
 
@@ -138,3 +155,81 @@ def test_evaluation_pads_to_whole_global_batches_with_weight_zero():
     weights = np.concatenate([w for _, _, w in got])
     assert xs[:10].tolist() == list(range(10))
     assert weights.tolist() == [1.0] * 10 + [0.0] * 6
+
+
+# -- a task whose splits are read by index, trained ------------------------------------
+
+
+def reads(folder: pathlib.Path) -> dict[str, list[int]]:
+    """Each process's training rows read (memmap_source.py's log), by file."""
+    return {
+        path.name: [int(r) for r in path.read_text().split() if int(r) < 1024]
+        for path in folder.glob("reads.*")
+    }
+
+
+def test_a_source_read_by_index_on_two_replicas_trains_like_one_device(tmp_path):
+    task = load("memmap_source", LOG=str(tmp_path))
+    one, two = one_and_two(task, dataclasses.replace(FLOAT64, epochs=2))
+    assert_same_weights(one, two, atol=1e-10)
+    assert one.summary["history"][-1]["train_examples"] == 1024
+    # Each of the two runs reads every training example once per epoch (1024 = 32 global
+    # batches of 32), and examples 0 and 1 a few more times at start (to build the model):
+    # nothing scanned before training, nothing read twice in an epoch.
+    (train,) = reads(tmp_path).values()
+    counts = np.bincount(train, minlength=1024)
+    assert (counts[2:] == 2 * 2).all(), np.unique(counts[2:])
+    assert (counts[:2] >= 2 * 2).all()
+
+
+def test_a_bad_example_met_in_training_is_one_line_naming_its_index():
+    task = load("memmap_source", BAD={700: (np.full(16, np.nan, np.float32), np.int64(0))})
+    with pytest.raises(UserError, match="the train source's example 700 holds NaN or inf in x"):
+        training.run(dataclasses.replace(FLOAT64, epochs=1), task, strategy=cpu_strategy(2))
+
+
+@pytest.mark.cluster
+def test_a_source_killed_mid_epoch_resumes_to_the_same_weights(tmp_path):
+    args = [f"--task={FILES / 'memmap_source.py'}", "--batch_size=32"]
+    kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=1024 // 32, after_epochs=1)
+
+
+@pytest.mark.cluster
+def test_two_workers_each_read_only_their_share_and_train_like_one_device(tmp_path, monkeypatch):
+    task = str(FILES / "memmap_source.py")
+    logs = tmp_path / "reads"
+    logs.mkdir()
+    monkeypatch.setenv("MEMMAP_READ_LOG", str(logs))  # the workers inherit it
+
+    def args(name: str) -> list[str]:
+        return [
+            f"--task={task}",
+            "--strategy=multi_worker_mirrored",
+            "--batch_size=16",
+            "--epochs=2",
+            "--seed=3",
+            "--nojit_compile",
+            "--dtype=float64",
+            "--startup_timeout=120",
+            f"--model_dir={tmp_path / name.replace(':', '_')}",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
+    )
+    monkeypatch.delenv("MEMMAP_READ_LOG")
+    tails = "\n".join(f.tail() for f in finished.values())
+    assert all(f.returncode == 0 for f in finished.values()), tails
+    per_worker = reads(logs)
+    assert len(per_worker) == 2, per_worker.keys()
+    # Over both workers, each training example once per epoch, plus the first few each
+    # reads at start; so each worker reads about half.
+    both = np.bincount([r for rows in per_worker.values() for r in rows], minlength=1024)
+    assert (both[2:] == 2).all(), np.unique(both[2:])
+    for name, rows in per_worker.items():
+        assert len(rows) <= 0.55 * 2 * 1024, (name, len(rows))
+    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
+    config = Config(task=task, batch_size=32, epochs=2, seed=3, jit_compile=False, dtype="float64")
+    one = training.run(config, strategy=cpu_strategy(1)).summary
+    for key in ("train_loss", "val_loss", "test_loss", "test_accuracy"):
+        assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9)

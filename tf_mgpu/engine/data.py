@@ -64,8 +64,8 @@ def held_out(datasets: Data, fraction: float, where: str) -> Data:
         )
     if not isinstance(datasets.train, Split):
         raise UserError(
-            f"--validation_split holds out arrays; {where} gives a tf.data.Dataset: return "
-            f"(train, validation, test) from load_data() instead"
+            f"--validation_split holds out arrays; {where} gives a tf.data.Dataset or a "
+            f"source read by index: return (train, validation, test) from load_data() instead"
         )
     kept = int(len(datasets.train) * (1 - fraction))
     if kept in (0, len(datasets.train)):

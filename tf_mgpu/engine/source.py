@@ -59,12 +59,15 @@ class Source:
         return len(self.example) == 3
 
     def shapes(self) -> dict:
+        """Each input's and the labels' shape of one example, as `task.check_data` compares."""
         x, y = self.example[:2]
         specs = x if isinstance(x, dict) else {"x": x}
-        return {**{k: np.shape(v) for k, v in sorted(specs.items())}, "y": np.shape(y)}
+        y_shape = tf.nest.map_structure(lambda a: tuple(np.shape(a)), y)
+        return {**{k: tuple(np.shape(v)) for k, v in sorted(specs.items())}, "y": y_shape}
 
-    def expect_classes(self, classes: int | None) -> None:
-        """Labels must lie in [0, classes) (a sparse categorical loss); checked as read."""
+    def expect_classes(self, classes) -> None:
+        """Sparse labels must lie in [0, classes) (a sparse categorical loss), checked as
+        read; for several outputs `classes` maps each `heads.Head` to its classes."""
         self.state["classes"] = classes
 
     def take(self, rows) -> data.Split:
@@ -98,10 +101,10 @@ class Source:
         if not isinstance(got, (tuple, list)) or len(got) != len(self.example):
             raise self._bad(index, f"is {_kind(got)}, but example 0 is a {len(self.example)}-tuple")
         got = tuple(_as_arrays(part) for part in got)
-        x, first_x = got[0], self.example[0]
-        if isinstance(first_x, dict) and (not isinstance(x, dict) or set(x) != set(first_x)):
-            keys = sorted(x) if isinstance(x, dict) else _kind(x)
-            raise self._bad(index, f"has x {keys}, but example 0 has x {sorted(first_x)}")
+        for name, part, first in zip(("x", "y"), got, self.example, strict=False):
+            if isinstance(first, dict) and (not isinstance(part, dict) or set(part) != set(first)):
+                keys = sorted(part) if isinstance(part, dict) else _kind(part)
+                raise self._bad(index, f"has {name} {keys}, but example 0 has {sorted(first)}")
         for name, value, first in _named(got, self.example):
             if np.shape(value) != np.shape(first) or value.dtype != first.dtype:
                 raise self._bad(
@@ -112,13 +115,15 @@ class Source:
             if np.issubdtype(value.dtype, np.inexact) and not np.isfinite(value).all():
                 raise self._bad(index, f"holds NaN or inf in {name}")
         classes = self.state.get("classes")
-        if classes is not None:
-            label = np.asarray(got[1])
-            if label.size and (label.min() < 0 or label.max() >= classes):
+        each = classes.items() if isinstance(classes, dict) else [(None, classes)]
+        for head, count in each if classes is not None else []:
+            label = np.asarray(got[1] if head is None else head.of(got[1]))
+            if label.size and (label.min() < 0 or label.max() >= count):
+                output = "" if head is None else f" for output {head.name!r}"
                 raise self._bad(
                     index,
-                    f"has label {label.reshape(-1)[0]:g}, outside the model's {classes} "
-                    f"classes (0..{classes - 1})",
+                    f"has label {label.reshape(-1)[0]:g}{output}, outside the model's {count} "
+                    f"classes (0..{count - 1})",
                 )
         return got
 
@@ -267,7 +272,7 @@ def _named(got: tuple, first: tuple):
     for k, (value, expected) in enumerate(zip(got, first, strict=True)):
         if isinstance(expected, dict):  # same keys: checked before
             for key in sorted(expected):
-                yield f"x[{key!r}]", value[key], expected[key]
+                yield f"{names[k]}[{key!r}]", value[key], expected[key]
         else:
             yield names[k], value, expected
 

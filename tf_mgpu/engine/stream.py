@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu.engine import data
+from tf_mgpu.engine import data, source
 from tf_mgpu.errors import UserError
 
 SHUFFLE_BUFFER = 10_000
@@ -113,14 +113,17 @@ def materialized(datasets: data.Data) -> data.Data:
     """`datasets` with every stream read into memory."""
 
     def whole(split):
-        return split.in_memory() if isinstance(split, Stream) else split
+        return split.in_memory() if isinstance(split, (Stream, source.Source)) else split
 
     validation = None if datasets.validation is None else whole(datasets.validation)
     return data.Data(train=whole(datasets.train), test=whole(datasets.test), validation=validation)
 
 
 def streams(datasets: data.Data) -> bool:
-    return isinstance(datasets.train, Stream) or isinstance(datasets.test, Stream)
+    """Whether any split is read as training goes (a tf.data dataset, or a source read by
+    index), so every split goes through the tf.data pipelines."""
+    splits = (datasets.train, datasets.test, datasets.validation)
+    return any(isinstance(split, (Stream, source.Source)) for split in splits)
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -138,7 +141,12 @@ def train_dataset(
     first_step: int = 0,
     preprocess: Callable = data.identity,
 ) -> tf.data.Dataset:
-    """As `tf_mgpu.engine.data.train_dataset`, for a Stream (arrays go there)."""
+    """As `tf_mgpu.engine.data.train_dataset`, for a Stream (arrays go there, and a source
+    read by index to its own)."""
+    if isinstance(split, source.Source):
+        return split.train_dataset(
+            global_batch, seed, epochs, context, first_epoch, first_step, preprocess
+        )
     if not isinstance(split, Stream):
         return data.train_dataset(
             split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
@@ -165,7 +173,10 @@ def eval_dataset(
     context: tf.distribute.InputContext,
     preprocess: Callable = data.identity,
 ) -> tf.data.Dataset:
-    """As `tf_mgpu.engine.data.eval_dataset`, for a Stream (arrays go there)."""
+    """As `tf_mgpu.engine.data.eval_dataset`, for a Stream (arrays go there, and a source
+    read by index to its own)."""
+    if isinstance(split, source.Source):
+        return split.eval_dataset(global_batch, context, preprocess)
     if not isinstance(split, Stream):
         return data.eval_dataset(split, global_batch, context, preprocess)
     per_replica = context.get_per_replica_batch_size(global_batch)

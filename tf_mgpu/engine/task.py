@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, stream
+from tf_mgpu.engine import data, source, stream
 from tf_mgpu.errors import UserError
 
 
@@ -112,7 +112,10 @@ def _named_splits(datasets: data.Data) -> list:
 
 
 def _nonfinite(split) -> dict:
-    """Input name (or "x"), "y" (or y['price']...) -> how many NaN or inf values it holds."""
+    """Input name (or "x"), "y" (or y['price']...) -> how many NaN or inf values it holds.
+    A source read by index checks each example as it is read instead."""
+    if isinstance(split, source.Source):
+        return {}
     if isinstance(split, stream.Stream):
         return split.nonfinite
     arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
@@ -125,7 +128,7 @@ def _nonfinite(split) -> dict:
 
 
 def _shapes(split) -> dict:
-    if isinstance(split, stream.Stream):
+    if isinstance(split, (stream.Stream, source.Source)):
         return split.shapes()
     x = split.x if isinstance(split.x, dict) else {"x": split.x}
     y = tf.nest.map_structure(lambda a: tuple(np.shape(a)[1:]), split.y)
@@ -149,8 +152,11 @@ def check_labels(classes: int | dict | None, datasets: data.Data, where: str) ->
     if classes is None:
         return
     each = classes.items() if isinstance(classes, dict) else [(None, classes)]
-    for head, count in each:
-        for name, split in _named_splits(datasets):
+    for name, split in _named_splits(datasets):
+        if isinstance(split, source.Source):  # checked as each example is read
+            split.expect_classes(classes)
+            continue
+        for head, count in each:
             _check_range(_label_range(split, head), count, where, _labels_of(split, name, head))
 
 

@@ -11,7 +11,7 @@ import time
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, jit, loop, metrics, schedules, stream
+from tf_mgpu.engine import data, jit, loop, metrics, schedules, source, stream
 from tf_mgpu.engine.state import create_state
 from tf_mgpu.engine.steps import (
     replica_eval_step,
@@ -212,7 +212,8 @@ class Trainer:
         for first in range(start, self.train_steps, self.steps_per_loop):
             count = min(self.steps_per_loop, self.train_steps - first)
             started = time.perf_counter()
-            bad = self._train.run(epoch, first, count)
+            with source.reraise(self._datasets.train):  # a bad example, as its own line
+                bad = self._train.run(epoch, first, count)
             call = time.perf_counter() - started
             seconds += call
             self.call_seconds += call
@@ -251,7 +252,8 @@ class Trainer:
         for prefix, (evaluation, sums) in self._evals.items():
             sums.reset()
             started = time.perf_counter()
-            evaluation.run()
+            with source.reraise(self._evaluated[prefix][0]):
+                evaluation.run()
             self.eval_seconds += time.perf_counter() - started
             results.update(metrics.prefixed(prefix, sums.result()))
         return results

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tf_mgpu import tasks
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, stream
+from tf_mgpu.engine import data, source, stream
 from tf_mgpu.engine.task import Task, check_data
 from tf_mgpu.errors import UserError
 
@@ -159,9 +159,11 @@ def to_data(returned, where: str) -> data.Data:
     return loaded
 
 
-def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
+def _split(pair, where: str, name: str) -> data.Split | stream.Stream | source.Source:
     if isinstance(pair, tf.data.Dataset):
         return stream.scan(pair, where, name)  # streamed, never held in memory
+    if source.is_source(pair):
+        return source.open_source(pair, where, name)  # read by index; example 0 checked
     try:
         x, y, *weights = pair
         if len(weights) > 1:
@@ -170,7 +172,8 @@ def _split(pair, where: str, name: str) -> data.Split | stream.Stream:
         raise UserError(
             f"{where}: load_data()'s {name} split is {type(pair).__name__}; give "
             f"(x_{name}, y_{name}) or (x_{name}, y_{name}, sample_weight_{name}) arrays, or "
-            f"a tf.data.Dataset of (x, y) elements"
+            f"a tf.data.Dataset of (x, y) elements, or an object read by index (__len__ "
+            f"and __getitem__(i) returning (x, y))"
         ) from None
     x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
     y = _labels(y)
@@ -228,10 +231,10 @@ def _sample_weights(given, rows: int, where: str, name: str) -> np.ndarray:
 def _class_weighted(split, class_weight: dict, where: str) -> data.Split:
     """The training split with each example's weight times its class's, as Keras's
     `fit(class_weight=...)`: sparse labels, one-hot labels (argmax) or 0/1 labels."""
-    if isinstance(split, stream.Stream):
+    if isinstance(split, (stream.Stream, source.Source)):
         raise UserError(
-            f"{where}: CLASS_WEIGHT applies to arrays, not yet to a tf.data.Dataset; return "
-            f"(x, y, sample_weight) arrays with the class weights in sample_weight"
+            f"{where}: CLASS_WEIGHT applies to arrays, not yet to a tf.data.Dataset or a "
+            f"source read by index; put the class weights in each example's sample_weight"
         )
     y = split.y
     if not isinstance(y, np.ndarray):
