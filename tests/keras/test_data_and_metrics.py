@@ -94,15 +94,46 @@ def test_bad_sample_weights_are_one_line(weights, said):
         adapter.load(module).load_data(Config())
 
 
-def test_class_weight_missing_a_class_and_weighted_datasets_are_one_line():
+def test_class_weight_missing_a_class_or_on_a_dataset_is_one_line():
     module = load("binary_classifier_task", CLASS_WEIGHT={0: 1.0})
     with pytest.raises(UserError, match="CLASS_WEIGHT has no weight for class 1"):
         adapter.load(module).load_data(Config())
     (x, y, w), test = load("binary_classifier_task").load_data()
-    module = load("binary_classifier_task", CLASS_WEIGHT=None)
+    module = load("binary_classifier_task")
     module.load_data = lambda: (tf.data.Dataset.from_tensor_slices((x, y, w)), test)
-    with pytest.raises(UserError, match=r"yields \(x, y, sample_weight\) elements"):
+    with pytest.raises(UserError, match=r"CLASS_WEIGHT applies to arrays, not yet to a tf\.data"):
         adapter.load(module).load_data(Config())
+
+
+def weighted_datasets():
+    """binary_classifier_task.py with its (x, y, sample_weight) splits as tf.data datasets."""
+    module = load("binary_classifier_task", CLASS_WEIGHT=None)
+    train, test = module.load_data()
+    module.load_data = lambda: tuple(
+        tf.data.Dataset.from_tensor_slices(split) for split in (train, test)
+    )
+    return module, test
+
+
+def test_a_dataset_of_weighted_examples_streams_like_one_device_and_equals_keras_evaluate():
+    module, (x_test, y_test, w_test) = weighted_datasets()
+    one, two = one_and_two(module, dataclasses.replace(FLOAT64, batch_size=48))
+    assert_same_weights(one, two, atol=1e-10)
+    keras_says = two.state.model.evaluate(
+        x_test, y_test, sample_weight=w_test, batch_size=256, return_dict=True, verbose=0
+    )
+    for name in ("loss", "auc", "precision"):
+        assert two.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-6), name
+    unweighted = load("binary_classifier_task", CLASS_WEIGHT=None)
+    (x, y, _), _ = unweighted.load_data()
+    unweighted.load_data = lambda: (
+        tf.data.Dataset.from_tensor_slices((x, y)),
+        tf.data.Dataset.from_tensor_slices((x_test, y_test)),
+    )
+    plain = training.run(
+        dataclasses.replace(FLOAT64, batch_size=96), unweighted, strategy=cpu_strategy(1)
+    )
+    assert largest_difference(one, plain) > 1e-3, "the weights changed nothing"
 
 
 def test_weighted_metrics_are_refused_not_silently_ignored():

@@ -34,7 +34,8 @@ _SCAN_BATCH = 4096
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Stream:
-    """A split as a dataset of unbatched (x, y) elements, with what `scan` found in it."""
+    """A split as a dataset of unbatched (x, y) or (x, y, sample_weight) elements, with what
+    `scan` found in it."""
 
     dataset: tf.data.Dataset
     length: int
@@ -54,7 +55,7 @@ class Stream:
         return _arrays(self.dataset.skip(start).take(stop - start))
 
     def shapes(self) -> dict:
-        x, y = self.dataset.element_spec
+        x, y = self.dataset.element_spec[:2]
         specs = x if isinstance(x, dict) else {"x": x}
         return {
             **{k: tuple(s.shape) for k, s in sorted(specs.items())},
@@ -69,29 +70,45 @@ class Stream:
 def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
     """One pass over `dataset`: its length and its checks' findings, nothing kept."""
     spec = dataset.element_spec
-    if isinstance(spec, tuple) and len(spec) == 3:
-        raise UserError(
-            f"{where}: load_data()'s {name} dataset yields (x, y, sample_weight) elements, "
-            f"which tf_mgpu streams only as (x, y) yet; return (x, y, sample_weight) arrays"
-        )
-    if not (isinstance(spec, tuple) and len(spec) == 2):
+    if not (isinstance(spec, tuple) and len(spec) in (2, 3)):
         raise UserError(
             f"{where}: load_data()'s {name} dataset yields {spec}; it must yield unbatched "
-            f"(x, y) elements"
+            f"(x, y) or (x, y, sample_weight) elements"
         )
+    if len(spec) == 3:
+        dataset = _one_weight_each(dataset, where, name)
     length, nonfinite = 0, {}
     ranges = [(np.inf, -np.inf, True)] * len(tf.nest.flatten(spec[1]))
-    for x, y in dataset.batch(_SCAN_BATCH).as_numpy_iterator():
+    for x, y, *w in dataset.batch(_SCAN_BATCH).as_numpy_iterator():
         labels = tf.nest.flatten(y)
         length += len(labels[0])
-        for key, array in [*(x.items() if isinstance(x, dict) else [("x", x)]), *data.labelled(y)]:
+        weights = [("sample_weight", w[0])] if w else []
+        features = x.items() if isinstance(x, dict) else [("x", x)]
+        for key, array in [*features, *data.labelled(y), *weights]:
             if np.issubdtype(array.dtype, np.inexact):
                 bad = int(array.size - np.count_nonzero(np.isfinite(array)))
                 nonfinite[key] = nonfinite.get(key, 0) + bad
+        if w and (w[0] < 0).any():
+            raise UserError(
+                f"{where}: the {name} dataset's sample_weight holds negative weights; "
+                f"weights must be >= 0"
+            )
         ranges = [_widened(known, array) for known, array in zip(ranges, labels, strict=True)]
     if length == 0:
         raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
     return Stream(dataset, length, nonfinite, tf.nest.pack_sequence_as(spec[1], ranges))
+
+
+def _one_weight_each(dataset: tf.data.Dataset, where: str, name: str) -> tf.data.Dataset:
+    """(x, y, sample_weight) elements with the weight a float32 scalar, as Keras takes one
+    number per example; UserError for another shape."""
+    shape = tuple(dataset.element_spec[2].shape)
+    if shape not in ((), (1,)):
+        raise UserError(
+            f"{where}: load_data()'s {name} dataset yields sample weights of shape {shape}; "
+            f"give one number per example"
+        )
+    return dataset.map(lambda x, y, w: (x, y, tf.reshape(tf.cast(w, tf.float32), [])))
 
 
 def _widened(known: tuple, y: np.ndarray) -> tuple:
@@ -105,8 +122,8 @@ def _widened(known: tuple, y: np.ndarray) -> tuple:
 
 def _arrays(dataset: tf.data.Dataset) -> data.Split:
     parts = list(dataset.batch(_SCAN_BATCH).as_numpy_iterator())
-    x, y = tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)
-    return data.Split(x, y)
+    x, y, *w = tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)
+    return data.Split(x, y, w[0] if w else None)
 
 
 def materialized(datasets: data.Data) -> data.Data:
@@ -163,7 +180,7 @@ def train_dataset(
         split.dataset.take(0),  # no epoch left: nothing
     )
     return data.per_replica_batches(
-        epochs_left, global_batch, context, first_step, lambda x, y: (preprocess(x), y)
+        epochs_left, global_batch, context, first_step, lambda x, *rest: (preprocess(x), *rest)
     )
 
 
@@ -181,19 +198,20 @@ def eval_dataset(
         return data.eval_dataset(split, global_batch, context, preprocess)
     per_replica = context.get_per_replica_batch_size(global_batch)
     pad = data.eval_steps(len(split), global_batch) * global_batch - len(split)
-    real = split.dataset.map(lambda x, y: (x, y, tf.constant(1.0)))
+    # (x, y, padding weight), then the sample weight if the dataset has them.
+    real = split.dataset.map(lambda x, y, *w: (x, y, tf.constant(1.0), *w))
     filler = real.take(1).map(
-        lambda x, y, w: (
+        lambda x, y, *weights: (
             tf.nest.map_structure(tf.zeros_like, x),
             tf.nest.map_structure(tf.zeros_like, y),
-            tf.constant(0.0),
+            *[tf.zeros_like(w) for w in weights],
         )
     )
     return (
         real.concatenate(filler.repeat(pad))
         .shard(context.num_input_pipelines, context.input_pipeline_id)
         .batch(per_replica, drop_remainder=True)
-        .map(lambda x, y, w: (preprocess(x), y, w))
+        .map(lambda x, *rest: (preprocess(x), *rest))
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
