@@ -1,4 +1,5 @@
-"""`python -m tf_mgpu.predict`: real test digits as PNG files, named by an exported model."""
+"""`python -m tf_mgpu.predict`: real test digits as PNG files, named by an exported model;
+arrays of inputs for a user task's model, with one output or several."""
 
 import re
 import sys
@@ -118,6 +119,28 @@ def test_arrays_of_inputs_for_a_user_task_get_the_models_own_predictions(tmp_pat
     predicted = np.load(tmp_path / "inputs.predictions.npy")
     expected = trained.state.model.predict(x, verbose=0)
     np.testing.assert_allclose(predicted, expected, atol=1e-6)
+
+
+def test_a_model_with_several_outputs_saves_each_outputs_predictions_by_name(tmp_path):
+    task = str(support.ROOT / "examples" / "two_heads_task.py")
+    model_dir = tmp_path / "run"
+    config = Config(task=task, batch_size=32, epochs=1, model_dir=str(model_dir))
+    trained = training.run(config, strategy=support.cpu_strategy(1))
+    x = adapter.load(task).load_data(config).test.take(slice(0, 300)).x
+    inputs = tmp_path / "inputs.npy"
+    np.save(inputs, x)
+    finished = run_predict([f"--model={model_dir}", f"--task={task}", str(inputs)], tmp_path)
+    assert finished.returncode == 0, finished.tail()
+    (line,) = finished.stdout.strip().splitlines()
+    assert line.startswith(
+        f"{inputs}: 300 examples -> {tmp_path}/inputs.predictions.npz: price (300, 1) float32 "
+        f"| kind (300, 3) float32; argmax counts 0: "
+    ), line
+    saved = np.load(tmp_path / "inputs.predictions.npz")
+    assert saved.files == ["price", "kind"]  # the outputs' names, in the model's order
+    expected = trained.state.model.predict(x, verbose=0)
+    for name, want in zip(saved.files, expected, strict=True):
+        np.testing.assert_allclose(saved[name], want, atol=1e-6, err_msg=name)
 
 
 def test_mixed_or_unreadable_inputs_are_one_line_before_the_model_loads(tmp_path):

@@ -10,7 +10,13 @@
 Arrays: a .npy holds x for a one-input model; a .npz holds one array per
 model input, keyed by the input's name (or a single array for a one-input
 model). The model's outputs are saved next to each input file as
-`<name>.predictions.npy`, and one line per file says where. --task imports
+`<name>.predictions.npy`, and one line per file says where. A model with
+several outputs gets `<name>.predictions.npz` instead, one array per output
+keyed by the output's name, as Keras names it (`np.load(path)["price"]`):
+
+  inputs.npz: 500 examples -> inputs.predictions.npz: price (500, 1) float32 | kind ...
+
+--task imports
 the task file first, so functions it defines (a custom metric, say) are
 found when the model loads. Arrays are read and checked before TensorFlow
 loads; a file that cannot be read is one line and exit code 3.
@@ -49,7 +55,8 @@ ARRAYS = (".npy", ".npz")
 
 
 def predict_arrays(paths: list[str]) -> list[str]:
-    """One line per file: the predictions' shape and where they were saved."""
+    """One line per file: the predictions' shape (each output's, for several) and where
+    they were saved."""
     inputs = [_read_array(path) for path in paths]
     # TensorFlow loads here, once every file has been read.
     from tf_mgpu.outputs import export
@@ -61,16 +68,42 @@ def predict_arrays(paths: list[str]) -> list[str]:
     lines = []
     for path, x in zip(paths, inputs, strict=True):
         x = _for_model(model, x, path)
-        predictions = np.asarray(model.predict(x, batch_size=256, verbose=0))
-        out = os.path.splitext(path)[0] + ".predictions.npy"
-        np.save(out, predictions)
-        examples = len(predictions)
-        line = f"{path}: {examples:,} examples -> {out} {predictions.shape} {predictions.dtype}"
-        if predictions.ndim == 2 and predictions.shape[1] > 1:
-            counts = np.bincount(predictions.argmax(axis=1), minlength=predictions.shape[1])
-            line += "; argmax counts " + ", ".join(f"{k}: {n}" for k, n in enumerate(counts))
+        outputs = _named(model, model.predict(x, batch_size=256, verbose=0))
+        if len(outputs) == 1:
+            (predictions,) = outputs.values()
+            out = os.path.splitext(path)[0] + ".predictions.npy"
+            np.save(out, predictions)
+            line = f"{path}: {len(predictions):,} examples -> {out} {_described(predictions)}"
+        else:
+            out = os.path.splitext(path)[0] + ".predictions.npz"
+            np.savez(out, **outputs)
+            examples = len(next(iter(outputs.values())))
+            each = " | ".join(f"{name} {_described(a)}" for name, a in outputs.items())
+            line = f"{path}: {examples:,} examples -> {out}: {each}"
         lines.append(line)
     return lines
+
+
+def _named(model, predictions) -> dict:
+    """The model's predictions as {output name: array}: one entry for a one-output model;
+    for several, Keras's names (a dict's keys, else `model.output_names`)."""
+    if isinstance(predictions, dict):
+        return {name: np.asarray(a) for name, a in predictions.items()}
+    if not isinstance(predictions, (list, tuple)):
+        return {"output": np.asarray(predictions)}
+    names = list(getattr(model, "output_names", None) or [])
+    if len(names) != len(predictions) or len(set(names)) != len(names):
+        names = [f"output_{k}" for k in range(len(predictions))]
+    return {name: np.asarray(a) for name, a in zip(names, predictions, strict=True)}
+
+
+def _described(predictions: np.ndarray) -> str:
+    """Shape and dtype, and for class scores how often each class scores highest."""
+    said = f"{predictions.shape} {predictions.dtype}"
+    if predictions.ndim == 2 and predictions.shape[1] > 1:
+        counts = np.bincount(predictions.argmax(axis=1), minlength=predictions.shape[1])
+        said += "; argmax counts " + ", ".join(f"{k}: {n}" for k, n in enumerate(counts))
+    return said
 
 
 def _read_array(path: str):

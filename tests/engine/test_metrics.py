@@ -50,3 +50,46 @@ def test_every_metric_is_summed_and_the_checkpoint_order_is_loss_metrics_count()
     sums.update(tf.constant([1.0, 3.0]), tf.constant([1.0, 0.0]), tf.constant([0.5, 0.5]))
     assert sums.result() == pytest.approx({"loss": 2.0, "a": 0.5, "b": 1.0, "examples": 2})
     assert [v.name.split(":")[0] for v in sums.variables()] == ["x_loss", "x_a", "x_b", "x_count"]
+
+
+def identity(y, y_pred):
+    return y
+
+
+@pytest.mark.parametrize("replicas", [1, 4])
+def test_a_weighted_mean_is_sum_of_value_weight_padding_over_sum_of_weight_padding(replicas):
+    strategy = cpu_strategy(replicas)
+    with strategy.scope():
+        sums = metrics.Sums("w", {"plain": identity, "weighted": metrics.Weighted(identity)})
+
+    def update():
+        replica = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+        # Replica r: values r and 1 with sample weights 2 and 1, then padding (weight 0)
+        # of value 1000 and sample weight 5, which must count for nothing.
+        values = tf.stack([replica, 1.0, 1000.0])
+        sums.update(tf.zeros(3), values, values, tf.constant([1.0, 1.0, 0.0]), w=[2.0, 1.0, 5.0])
+
+    strategy.run(tf.function(update))
+    ranks = sum(range(replicas))
+    assert sums.result() == pytest.approx(
+        {
+            "loss": 0.0,
+            "plain": (ranks + replicas) / (2 * replicas),
+            "weighted": (2 * ranks + replicas) / (3 * replicas),
+            "examples": 2 * replicas,
+        }
+    )
+    names = [v.name.split(":")[0] for v in sums.variables()]
+    assert names == ["w_loss", "w_plain", "w_weighted", "w_count", "w_sample_weight"]
+
+
+def test_without_sample_weights_a_weighted_mean_is_the_mean_and_zero_weights_give_zero():
+    with tf.distribute.get_strategy().scope():
+        sums = metrics.Sums("w", {"plain": identity, "weighted": metrics.Weighted(identity)})
+    sums.update(tf.zeros(2), tf.constant([1.0, 4.0]), tf.zeros(2))
+    assert sums.result() == pytest.approx(
+        {"loss": 0.0, "plain": 2.5, "weighted": 2.5, "examples": 2}
+    )
+    sums.reset()
+    sums.update(tf.zeros(2), tf.constant([1.0, 4.0]), tf.zeros(2), w=tf.zeros(2))
+    assert sums.result()["weighted"] == 0.0  # as Keras's divide_no_nan

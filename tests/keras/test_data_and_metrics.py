@@ -136,20 +136,6 @@ def test_a_dataset_of_weighted_examples_streams_like_one_device_and_equals_keras
     assert largest_difference(one, plain) > 1e-3, "the weights changed nothing"
 
 
-def test_weighted_metrics_are_refused_not_silently_ignored():
-    class Task:
-        load_data = staticmethod(load("binary_classifier_task").load_data)
-
-        @staticmethod
-        def build_model():
-            model = load("binary_classifier_task").build_model()
-            model.compile(optimizer="sgd", loss="binary_crossentropy", weighted_metrics=["auc"])
-            return model
-
-    with pytest.raises(UserError, match="compiled with weighted_metrics"):
-        training.run(Config(epochs=1, jit_compile=False), Task(), strategy=cpu_strategy(1))
-
-
 def test_validation_split_holds_out_the_last_fraction_and_reports_val_every_epoch(tmp_path):
     config = Config(
         batch_size=16,

@@ -47,7 +47,7 @@ def evaluate(
         regularization = losses()
         if regularization:
             per_example += tf.cast(tf.add_n(regularization), per_example.dtype)
-        sums.update(per_example, y, y_pred, weights, parts)
+        sums.update(per_example, y, y_pred, weights, parts, w)
 
     # No XLA: it would compile for longer than one pass over the test split takes.
     evaluation = loop.StreamEval(

@@ -101,7 +101,8 @@ def spread(given, heads: tuple[Head, ...], what: str, where: str, *, some: bool 
 
     A dict is keyed by the outputs' names (by some of them when `some`: the others get
     None); a list or tuple of one entry per output is taken in their order; anything
-    else applies to every output, except for metrics, which Keras takes per output only.
+    else applies to every output, except for (weighted) metrics, which Keras takes per
+    output only.
     """
     names = [head.name for head in heads]
     if isinstance(given, dict):
@@ -115,11 +116,11 @@ def spread(given, heads: tuple[Head, ...], what: str, where: str, *, some: bool 
         return [given.get(name) for name in names]
     if isinstance(given, (list, tuple)) and len(given) == len(heads):
         return list(given)
-    if what == "metrics":
+    if what in ("metrics", "weighted_metrics"):
         raise UserError(
-            f"{where}: compile's metrics={given!r} does not say which of the model's "
+            f"{where}: compile's {what}={given!r} does not say which of the model's "
             f"{len(heads)} outputs ({_listed(names)}) each metric measures; give a dict keyed "
-            f"by their names, e.g. metrics={{{names[0]!r}: ['mae']}}, or one list per output"
+            f"by their names, e.g. {what}={{{names[0]!r}: ['mae']}}, or one list per output"
         )
     if isinstance(given, (list, tuple)):
         raise UserError(
@@ -130,13 +131,21 @@ def spread(given, heads: tuple[Head, ...], what: str, where: str, *, some: bool 
     return [given] * len(heads)
 
 
-def named(head: Head, name: str, taken: dict) -> str:
-    """`<output>_<name>`, numbered as Keras numbers a repeat (`price_mae_1`); `taken`
-    counts the names given so far."""
-    full = f"{head.name}_{name}"
+def named(output: str | None, name: str, taken: dict, *, weighted: bool = False) -> str:
+    """A metric's name as Keras 3's `CompileMetrics.result()` names it: `<output>_<name>`
+    (`<name>` for one output), numbered on a repeat (`price_mae_1`). A weighted metric
+    (compile's `weighted_metrics`) whose name is taken becomes `<output>_weighted_<name>`,
+    numbered on a repeat of that. `taken` counts the names given so far; give every
+    unweighted metric first, then every weighted one, each in the outputs' order."""
+    full = f"{output}_{name}" if output else name
     if full not in taken:
         taken[full] = 1
         return full
+    if weighted:
+        full = f"{output}_weighted_{name}" if output else f"weighted_{name}"
+        if full not in taken:
+            taken[full] = 1
+            return full
     taken[full] += 1
     return f"{full}_{taken[full] - 1}"
 

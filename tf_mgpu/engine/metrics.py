@@ -16,6 +16,15 @@ class OfOutput:
     pick: Callable
 
 
+@dataclasses.dataclass(frozen=True)
+class Weighted:
+    """A metric of compile's `weighted_metrics` (a per-example function, a stateful Keras
+    metric or an `OfOutput`): updated with the examples' sample weights, as Keras updates
+    those, where compile's `metrics` are not."""
+
+    metric: Callable | keras.metrics.Metric | OfOutput
+
+
 def _whole(y, y_pred) -> tuple:
     return y, y_pred
 
@@ -40,35 +49,42 @@ class Sums:
 
     `losses` names each output's loss of a model with several (`price_loss`...),
     summed like the loss from what `update` is given as `parts`.
+
+    A metric given as `Weighted` (compile's `weighted_metrics`) takes each example's
+    sample weight `w` times its padding weight: a mean is sum(value x w x padding) /
+    sum(w x padding) over every replica and worker (0 when that is 0, as Keras's
+    `divide_no_nan`), a stateful metric gets `w x padding` as its `sample_weight`.
+    Without sample weights they equal the unweighted metrics, as in Keras. Only
+    such a Sums holds the sum of the weights, so others keep their variables and ops.
     """
 
     def __init__(
         self,
         name: str,
-        metrics: dict[str, Callable | keras.metrics.Metric | OfOutput],
+        metrics: dict[str, Callable | keras.metrics.Metric | OfOutput | Weighted],
         losses: tuple[str, ...] = (),
     ):
         self._stateful = {}  # name -> (this Sums's copy of the metric, what it measures)
+        self._weighted = []  # the names of the metrics updated with the sample weights
+        means = {}
         for key, given in metrics.items():
+            if isinstance(given, Weighted):
+                self._weighted.append(key)
+                given = given.metric
             metric, pick = (
                 (given.metric, given.pick) if isinstance(given, OfOutput) else (given, _whole)
             )
             if isinstance(metric, keras.metrics.Metric):
                 self._stateful[key] = (type(metric).from_config(metric.get_config()), pick)
-        self._metrics = {k: m for k, m in metrics.items() if k not in self._stateful}
+            else:
+                means[key] = given
+        self._metrics = {k: m for k, m in means.items() if k not in self._weighted}
+        self._weighted_means = {k: m for k, m in means.items() if k in self._weighted}
         # The order (loss, metrics..., count) is the checkpoint's: keep it.
-        keys = ("loss", *losses, *self._metrics, "count")
-        self._sums = {
-            key: tf.Variable(
-                0.0,
-                dtype=tf.float64,
-                trainable=False,
-                synchronization=tf.VariableSynchronization.ON_READ,
-                aggregation=tf.VariableAggregation.SUM,
-                name=f"{name}_{key}",
-            )
-            for key in keys
-        }
+        keys = ("loss", *losses, *self._metrics, *self._weighted_means, "count")
+        self._sums = {key: _sum(f"{name}_{key}") for key in keys}
+        # The sum of w x padding, the denominator of the weighted means; only when needed.
+        self._weight = _sum(f"{name}_sample_weight") if self._weighted_means else None
 
     def update(
         self,
@@ -77,9 +93,11 @@ class Sums:
         y_pred: tf.Tensor,
         weights: tf.Tensor | None = None,
         parts: dict[str, tf.Tensor] | None = None,
+        w: tf.Tensor | None = None,
     ) -> None:
         """Adds one replica's batch; examples of weight 0 (padding) count for nothing.
-        `parts`: each output's per-example loss, for a model with several."""
+        `parts`: each output's per-example loss, for a model with several. `w`: the
+        examples' sample weights, if any, which only the weighted metrics read."""
         if weights is None:
             weights = tf.ones_like(per_example_loss, dtype=tf.float64)
         weights = tf.cast(weights, tf.float64)
@@ -88,12 +106,27 @@ class Sums:
         for key, value in values.items():
             self._sums[key].assign_add(tf.reduce_sum(tf.cast(value, tf.float64) * weights))
         self._sums["count"].assign_add(tf.reduce_sum(weights))
-        for metric, pick in self._stateful.values():
-            metric.update_state(*pick(y, y_pred), sample_weight=weights)
+        weighted = weights
+        if self._weighted and w is not None:  # no op unless the model has weighted metrics
+            weighted = weights * tf.cast(w, tf.float64)
+        for key, fn in self._weighted_means.items():
+            value = tf.cast(fn(y, y_pred), tf.float64)
+            self._sums[key].assign_add(tf.reduce_sum(value * weighted))
+        if self._weight is not None:
+            self._weight.assign_add(tf.reduce_sum(weighted))
+        for key, (metric, pick) in self._stateful.items():
+            chosen = weighted if key in self._weighted else weights
+            metric.update_state(*pick(y, y_pred), sample_weight=chosen)
 
     def names(self) -> list[str]:
         """What `result` reports, but the examples: 'loss', then each metric's name."""
-        return ["loss", *self._metrics, *self._stateful]
+        return self._order(["loss", *self._metrics, *self._stateful])
+
+    def _order(self, keys: list[str]) -> list[str]:
+        """`keys` as `result` orders them: the unweighted ones as given, then the weighted
+        ones in compile's order, as Keras lists them."""
+        plain = [key for key in keys if key not in self._weighted]
+        return [*plain, *(key for key in self._weighted if key in keys)]
 
     @property
     def stateful(self) -> bool:
@@ -106,12 +139,15 @@ class Sums:
             metric.update_state(*pick(y, y_pred))
             metric.reset_state()
 
+    def _totals(self) -> list[tf.Variable]:
+        return [*self._sums.values(), *([] if self._weight is None else [self._weight])]
+
     def variables(self) -> list[tf.Variable]:
         stateful = [v for m, _ in self._stateful.values() for v in m.variables]
-        return [*self._sums.values(), *stateful]
+        return [*self._totals(), *stateful]
 
     def reset(self) -> None:
-        for total in self._sums.values():
+        for total in self._totals():
             total.assign(0.0)
         for metric, _ in self._stateful.values():
             metric.reset_state()
@@ -124,9 +160,26 @@ class Sums:
         """The mean loss and mean of each metric, and the number of examples, over every replica."""
         totals = {key: float(total.numpy()) for key, total in self._sums.items()}
         count = totals.pop("count")
-        means = {key: total / count for key, total in totals.items()}
+        weight = count if self._weight is None else float(self._weight.numpy())
+        means = {
+            key: (total / weight if weight else 0.0) if key in self._weighted else total / count
+            for key, total in totals.items()
+        }
         states = {key: float(m.result()) for key, (m, _) in self._stateful.items()}
-        return {**means, **states, "examples": int(count)}
+        found = {**means, **states}
+        return {**{key: found[key] for key in self._order(list(found))}, "examples": int(count)}
+
+
+def _sum(name: str) -> tf.Variable:
+    """A float64 total kept by each replica and summed over every replica when read."""
+    return tf.Variable(
+        0.0,
+        dtype=tf.float64,
+        trainable=False,
+        synchronization=tf.VariableSynchronization.ON_READ,
+        aggregation=tf.VariableAggregation.SUM,
+        name=name,
+    )
 
 
 def prefixed(split: str, result: dict) -> dict:
@@ -148,14 +201,7 @@ class KerasMetrics:
 
     def __init__(self, model, name: str):
         self._model = model
-        self._count = tf.Variable(
-            0.0,
-            dtype=tf.float64,
-            trainable=False,
-            synchronization=tf.VariableSynchronization.ON_READ,
-            aggregation=tf.VariableAggregation.SUM,
-            name=f"{name}_count",
-        )
+        self._count = _sum(f"{name}_count")
 
     def count(self, examples: tf.Tensor) -> None:
         """Adds one replica's batch of `examples` examples; called in the replica step."""

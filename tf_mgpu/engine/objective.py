@@ -18,6 +18,11 @@ weight times its per-example loss, so the reduction above stays exact. Each
 output's loss is reported too, as Keras reports it (`price_loss`: times the
 sample weights, not the loss weight), and each output's metrics are named
 `<output>_<metric>`.
+
+compile's `weighted_metrics` are metrics like the others, marked
+`metrics.Weighted`: `metrics.Sums` updates them with the sample weights as
+well as the padding weights. They are named as Keras names them: after every
+unweighted metric, and `weighted_<name>` when their name is taken.
 """
 
 import dataclasses
@@ -28,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine import heads
-from tf_mgpu.engine.metrics import OfOutput
+from tf_mgpu.engine.metrics import OfOutput, Weighted
 from tf_mgpu.engine.per_example import is_sparse_categorical, loss_function, metric_function
 from tf_mgpu.errors import UserError
 
@@ -48,7 +53,8 @@ class OutputLoss:
 class Objective:
     """`loss(y, y_pred)` and each `metrics[name](y, y_pred)` return one value per example;
     a stateful Keras metric (AUC, Precision...) stands as itself (see `metrics.Sums`), or
-    as a `metrics.OfOutput` when it measures one output of several.
+    as a `metrics.OfOutput` when it measures one output of several. A metric of compile's
+    `weighted_metrics` is any of these in a `metrics.Weighted`, after the others.
 
     `sparse_classes`: for a sparse categorical loss, how many classes the model
     outputs (labels must lie below it); for several outputs a dict from each
@@ -58,7 +64,7 @@ class Objective:
     """
 
     loss: Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
-    metrics: dict[str, Callable | keras.metrics.Metric | OfOutput]
+    metrics: dict[str, Callable | keras.metrics.Metric | OfOutput | Weighted]
     sparse_classes: int | dict | None = None
     outputs: tuple[OutputLoss, ...] = ()
 
@@ -107,11 +113,6 @@ def from_compiled(model: keras.Model, y, y_pred, where: str) -> Objective:
             f"{where}: build_model() returned a model that is not compiled with a loss; "
             f"call model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
         )
-    if model._compile_metrics and model._compile_metrics._user_weighted_metrics:
-        raise UserError(
-            f"{where}: the model is compiled with weighted_metrics, which tf_mgpu does not "
-            f"compute yet; pass them as metrics=[...] (unweighted)"
-        )
     found = heads.of_model(model, y, y_pred, where)
     if found is not None:
         return _several(model, found, y, y_pred, where)
@@ -120,13 +121,16 @@ def from_compiled(model: keras.Model, y, y_pred, where: str) -> Objective:
             f"{where}: the model is compiled with several losses but has one output; "
             f"compile it with one loss"
         )
-    y_shape = tuple(np.shape(y)[1:])
     y_pred_shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
     loss = _scaled(loss_function(model.loss), _one_weight(loss_weights(model), where))
-    metrics = {}
-    for given in compiled_metrics(model):
-        name, fn = metric_function(given, y_shape, y_pred_shape)
-        metrics[name] = fn
+    chosen = [
+        (None, _flat(given, what=what), weighted)
+        for given, what, weighted in (
+            (user_metrics(model), "metrics", False),
+            (user_weighted_metrics(model), "weighted_metrics", True),
+        )
+    ]
+    metrics = _measured(chosen, y, y_pred)
     sparse = is_sparse_categorical(model.loss) and y_pred_shape
     return Objective(
         loss=loss, metrics=metrics, sparse_classes=y_pred_shape[-1] if sparse else None
@@ -142,31 +146,53 @@ def _several(model: keras.Model, found: tuple, y, y_pred, where: str) -> Objecti
         if weights is None
         else heads.spread(weights, found, "loss_weights", where)
     )
-    user = user_metrics(model)
-    per_output = (
-        [None] * len(found) if not user else heads.spread(user, found, "metrics", where, some=True)
-    )
-    outputs, sparse, measured, taken = [], {}, {}, {}
-    for head, given, weight, chosen in zip(found, losses, weights, per_output, strict=True):
+    chosen = []  # Keras's order: every output's metrics, then every output's weighted ones
+    for what, user in (
+        ("metrics", user_metrics(model)),
+        ("weighted_metrics", user_weighted_metrics(model)),
+    ):
+        per_output = (
+            heads.spread(user, found, what, where, some=True) if user else [None] * len(found)
+        )
+        chosen += [
+            (head, _flat(one, several=True), what != "metrics")
+            for head, one in zip(found, per_output, strict=True)
+        ]
+    outputs, sparse = [], {}
+    for head, given, weight in zip(found, losses, weights, strict=True):
         if given is None:
             raise UserError(
                 f"{where}: compile's loss gives output {head.name!r} no loss; tf_mgpu trains "
                 f"every output with a loss: give it one, or build the model without it"
             )
-        y_shape, y_pred_shape = tuple(np.shape(head.of(y))[1:]), tuple(head.of(y_pred).shape[1:])
         outputs.append(OutputLoss(f"{head.name}_loss", _on(head, loss_function(given)), weight))
         if is_sparse_categorical(given):
-            sparse[head] = y_pred_shape[-1]
-        for one in _flat(chosen, several=True):
-            name, fn = metric_function(one, y_shape, y_pred_shape)
-            key = heads.named(head, name, taken)
-            measured[key] = OfOutput(fn, head.pick) if _stateful(fn) else _on(head, fn)
+            sparse[head] = head.of(y_pred).shape[-1]
     outputs = tuple(outputs)
+    measured = _measured(chosen, y, y_pred)
 
     def total(y, y_pred) -> tf.Tensor:
         return _weighted_sum({o.name: o.loss(y, y_pred) for o in outputs}, outputs)
 
     return Objective(total, measured, sparse or None, outputs)
+
+
+def _measured(chosen: list, y, y_pred) -> dict:
+    """Each metric of `chosen`, (head or None for a one-output model, its metrics as
+    given, whether weighted), keyed by its name as Keras names it (see `heads.named`)."""
+    measured, taken = {}, {}
+    for head, given, weighted in chosen:
+        labels, output = (y, y_pred) if head is None else head.pick(y, y_pred)
+        y_shape = tuple(np.shape(labels)[1:])
+        known = head is not None or isinstance(output, tf.Tensor)
+        y_pred_shape = tuple(output.shape[1:]) if known else None
+        for one in given:
+            name, fn = metric_function(one, y_shape, y_pred_shape)
+            key = heads.named(head and head.name, name, taken, weighted=weighted)
+            if head is not None:
+                fn = OfOutput(fn, head.pick) if _stateful(fn) else _on(head, fn)
+            measured[key] = Weighted(fn) if weighted else fn
+    return measured
 
 
 def _on(head: heads.Head, fn: Callable) -> Callable:
@@ -214,12 +240,6 @@ def _scaled(loss: Callable, weight: float | None) -> Callable:
     return weighted
 
 
-def compiled_metrics(model: keras.Model) -> list:
-    """The metrics as the user passed them to `compile` for a model with one output, a
-    flat list."""
-    return _flat(user_metrics(model))
-
-
 def user_metrics(model: keras.Model):
     """The metrics exactly as the user passed them to `compile` (None, a list, a dict...)."""
     # Keras keeps them as passed only here; there is no public reader, and its
@@ -227,7 +247,12 @@ def user_metrics(model: keras.Model):
     return model._compile_metrics._user_metrics if model._compile_metrics else None
 
 
-def _flat(metrics, several: bool = False) -> list:
+def user_weighted_metrics(model: keras.Model):
+    """compile's `weighted_metrics` exactly as passed, read where the metrics are."""
+    return model._compile_metrics._user_weighted_metrics if model._compile_metrics else None
+
+
+def _flat(metrics, several: bool = False, what: str = "metrics") -> list:
     """One output's metrics as a list: for one of several outputs, Keras takes a single
     metric as a list of it."""
     if metrics is None:
@@ -238,7 +263,7 @@ def _flat(metrics, several: bool = False) -> list:
         isinstance(metrics, (list, tuple)) and any(isinstance(m, (list, dict)) for m in metrics)
     ):
         raise UserError(
-            "metrics per output are given for a model with one output; pass metrics=[...] as "
-            "a flat list"
+            f"{what} per output are given for a model with one output; pass {what}=[...] "
+            f"as a flat list"
         )
     return list(metrics)

@@ -38,7 +38,7 @@ def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x,
         # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
         # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
         scaled = state.optimizer.scale_loss(loss)
-    state.train_sums.update(per_example, y, y_pred, parts=parts)
+    state.train_sums.update(per_example, y, y_pred, parts=parts, w=w)
     return tape.gradient(scaled, state.model.trainable_variables), tf.math.is_finite(loss)
 
 
@@ -138,14 +138,14 @@ def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
 def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=None) -> None:
     """Sums the test loss as Keras's `evaluate` reports it: the compiled loss (times the
     sample weights `w`, if any) plus the regularization losses, and every metric
-    (unweighted by `w`, as Keras's compiled `metrics` are) into `sums`. `weights` is 0
-    for padding."""
+    (unweighted by `w`, as Keras's compiled `metrics` are, but for `weighted_metrics`)
+    into `sums`. `weights` is 0 for padding."""
     y_pred = _outputs(state, x, training=False)
     per_example, parts = state.objective.per_example(y, y_pred, w)
     regularization = _regularization(state, per_example.dtype)
     if regularization is not None:
         per_example += regularization
-    sums.update(per_example, y, y_pred, weights, parts)
+    sums.update(per_example, y, y_pred, weights, parts, w)
 
 
 def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, weights, w=None):

@@ -85,11 +85,13 @@ def float32_copy(model: keras.Model) -> keras.Model:
     copy.set_weights(model.get_weights())
     _copy_assets(model, copy)
     optimizer = model.optimizer
+    weighted = objective.user_weighted_metrics(model)
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
         loss=model.loss,
         loss_weights=objective.loss_weights(model),
         metrics=_fresh_metrics(objective.user_metrics(model)),
+        weighted_metrics=None if weighted is None else _fresh_metrics(weighted),
     )
     return copy
 

@@ -98,8 +98,8 @@ MUTATIONS = (
         behaviour="training's test metrics count padding for nothing",
         what="the padding weights dropped",
         path="tf_mgpu/engine/steps.py",
-        old="    sums.update(per_example, y, y_pred, weights, parts)",
-        new="    sums.update(per_example, y, y_pred, None, parts)",
+        old="    sums.update(per_example, y, y_pred, weights, parts, w)",
+        new="    sums.update(per_example, y, y_pred, None, parts, w)",
         tests=(
             "tests/keras/test_data_and_metrics.py::"
             "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
@@ -109,9 +109,20 @@ MUTATIONS = (
         behaviour="the evaluate command counts padding for nothing",
         what="the padding weights dropped",
         path="tf_mgpu/engine/evaluation.py",
-        old="        sums.update(per_example, y, y_pred, weights, parts)",
-        new="        sums.update(per_example, y, y_pred, None, parts)",
+        old="        sums.update(per_example, y, y_pred, weights, parts, w)",
+        new="        sums.update(per_example, y, y_pred, None, parts, w)",
         tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
+    ),
+    Mutation(
+        behaviour="weighted_metrics take the sample weights",
+        what="the sample weights ignored (padding only)",
+        path="tf_mgpu/engine/metrics.py",
+        old="            weighted = weights * tf.cast(w, tf.float64)",
+        new="            weighted = weights",
+        tests=(
+            "tests/keras/test_weighted_metrics.py::"
+            "test_weighted_and_unweighted_metrics_equal_keras_evaluate_on_two_replicas",
+        ),
     ),
     Mutation(
         behaviour="every JSON file is strict JSON",
