@@ -129,11 +129,12 @@ def run(
     if config.clean:  # once the task checked out: a broken one loses nothing
         outputs.clean()
     collectives.barrier(strategy)  # no peer reads checkpoints the chief is deleting
-    held = trainer.state.checkpointed()
-    if keras_callbacks is not None:
-        held["callbacks"] = keras_callbacks.record
     checkpoints = checkpoint.Checkpoints(
-        held, config.model_dir, is_chief=node.is_chief, warn=chief_print
+        trainer.state.checkpointed(),
+        config.model_dir,
+        is_chief=node.is_chief,
+        warn=chief_print,
+        extra=keras_callbacks,
     )
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:
@@ -379,4 +380,6 @@ def _resume(run: _Run) -> list[dict]:
     )
     checkpoints.record(current)
     logs.resume(trainer.step())
-    return outputs.resume(epoch, flagfile)
+    # An epoch a callback stopped mid-way was evaluated and recorded: keep its record.
+    stopped = bool(run.callbacks and run.callbacks.stopped_before())
+    return outputs.resume(epoch + (1 if stopped and step > 0 else 0), flagfile)

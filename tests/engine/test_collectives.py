@@ -1,11 +1,14 @@
 """The collectives that keep workers in step: here, the guard on the step workers start from."""
 
+import numpy as np
 import pytest
 
 from tests import support
 from tests.keras.helpers import load, path_of
 from tf_mgpu import errors, training
 from tf_mgpu.config import Config
+from tf_mgpu.engine import collectives
+from tf_mgpu.tasks import mnist_mlp
 
 
 def files(root) -> dict:
@@ -44,3 +47,14 @@ def test_workers_that_restore_different_checkpoints_refuse_to_train(tmp_path):
         assert f"(this one is at step {step})" in line, line
     assert files(chief_dir) == before, "the chief's model dir changed"
     assert not other_dir.exists(), "a worker other than the chief wrote into its --model_dir"
+
+
+def test_weights_digest_sees_a_one_ulp_change():
+    net = mnist_mlp.build_model()
+    before = collectives.weights_digest(net)
+    assert collectives.weights_digest(net) == before
+    kernel = net.weights[0]
+    value = kernel.numpy()
+    value[0, 0] = np.nextafter(value[0, 0], np.float32(1))
+    kernel.assign(value)
+    assert collectives.weights_digest(net) != before

@@ -5,6 +5,7 @@ splits are such sources, trained on replicas and on workers, and killed."""
 import dataclasses
 import pathlib
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -233,3 +234,29 @@ def test_two_workers_each_read_only_their_share_and_train_like_one_device(tmp_pa
     one = training.run(config, strategy=cpu_strategy(1)).summary
     for key in ("train_loss", "val_loss", "test_loss", "test_accuracy"):
         assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9)
+
+
+def test_sample_weights_are_one_number_each_and_a_negative_one_is_named():
+    class Weighted(Reader):
+        def __getitem__(self, i):
+            x, y = super().__getitem__(i)
+            return x, y, np.array([-1.0 if i == 9 else 0.5])  # shape (1,): one number
+
+    src = source.open_source(Weighted(20), "task t", "train")
+    first = src.take(slice(0, 4))
+    assert (first.x.shape, first.y.shape, first.w.shape) == ((4, 2), (4,), (4,))
+    assert first.w.dtype == np.float32
+    with pytest.raises(UserError, match=r"example 9 has sample_weight -1\.0; give one number"):
+        src.take([9])
+
+
+def test_a_keras_py_dataset_is_refused_its_items_are_batches():
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return np.zeros((8, 2)), np.zeros(8)
+
+    with pytest.raises(UserError, match="PyDataset, whose items are batches"):
+        source.open_source(Batches(), "task t", "train")

@@ -113,8 +113,9 @@ def test_callbacks_that_change_the_rate_killed_mid_epoch_resume_to_the_same_weig
         (keras.callbacks.TensorBoard(), "TensorBoard logs into --model_dir"),
         (keras.callbacks.EarlyStopping(monitor="val_auc"), "monitors 'val_auc', which the logs"),
         ("not a callback", "callbacks\\(\\) returned list; return a list of keras.callbacks"),
+        (keras.callbacks.SwapEMAWeights(), "relies on on_test_\\* or on_predict_\\* hooks"),
     ],
-    ids=["checkpoint", "backup", "tensorboard", "unknown_monitor", "not_a_callback"],
+    ids=["checkpoint", "backup", "tensorboard", "unknown_monitor", "not_a_callback", "ema"],
 )
 def test_a_callback_tf_mgpu_would_not_run_as_fit_does_is_one_line(callback, says):
     task = load("with_callbacks")
@@ -195,3 +196,50 @@ def test_two_workers_with_two_heads_a_stateful_metric_and_rate_callbacks_equal_o
         assert last[key] == pytest.approx(expected[key], abs=1e-9), key
     rate = float(one.state.optimizer.learning_rate.numpy())
     assert rate < 0.05 * 0.9**2, "the callbacks never changed the rate: this proves nothing"
+
+
+def test_a_rate_callback_on_a_schedule_is_one_line():
+    task = load("adam_decay")
+    task.callbacks = lambda: [keras.callbacks.LearningRateScheduler(lambda epoch, rate: rate)]
+    with pytest.raises(UserError, match="LearningRateScheduler sets the learning rate, but"):
+        training.run(Config(epochs=1, jit_compile=False), task, strategy=cpu_strategy(1))
+
+
+def test_an_outputs_own_loss_may_be_monitored():
+    task = load("two_heads_callbacks")
+    stopping = keras.callbacks.EarlyStopping(
+        monitor="val_price_loss", mode="min", patience=0, min_delta=9
+    )
+    task.callbacks = lambda: [stopping]
+    config = dataclasses.replace(FLOAT64, epochs=3, validation_split=0.25)
+    result = training.run(config, task, strategy=cpu_strategy(1))
+    assert result.summary["stopped_by"] == "EarlyStopping"
+    assert len(result.summary["history"]) == 2
+
+
+def test_resuming_with_other_callbacks_is_one_line_and_adding_them_resumes(tmp_path):
+    config = dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path))
+    plain = load("with_callbacks")
+    plain.callbacks = None
+    training.run(config, plain, strategy=cpu_strategy(1))  # a run without callbacks
+    resumed = training.run(
+        dataclasses.replace(config, epochs=2), load("with_callbacks"), strategy=cpu_strategy(1)
+    )
+    assert len(resumed.summary["history"]) == 2  # resumed, not refused as corrupt
+    fewer = load("with_callbacks")
+    fewer.callbacks = lambda: load("with_callbacks").callbacks()[:2]
+    with pytest.raises(UserError, match="holds the state of the callbacks"):
+        training.run(dataclasses.replace(config, epochs=3), fewer, strategy=cpu_strategy(1))
+
+
+def test_a_run_stopped_mid_epoch_keeps_its_last_record_when_run_again(tmp_path):
+    class StopAtFirstBatch(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.model.stop_training = True
+
+    task = load("with_callbacks")
+    task.callbacks = lambda: [StopAtFirstBatch()]
+    config = dataclasses.replace(FLOAT64, epochs=3, steps_per_loop=5, model_dir=str(tmp_path))
+    training.run(config, task, strategy=cpu_strategy(1))
+    assert training.run(config, task, strategy=cpu_strategy(1)) is None
+    assert len(strict(tmp_path / "metrics.jsonl")) == 1

@@ -3,7 +3,7 @@ continues it: EarlyStopping's wait and best weights, ReduceLROnPlateau's cooldow
 user's own counters."""
 
 import base64
-import importlib
+import inspect
 import io
 
 import keras
@@ -15,12 +15,16 @@ _NOT_STATE = ("_model", "model", "params", "_params")
 
 
 def state_of(callback) -> dict:
-    """The attributes of `callback` that can be written and read back exactly: numbers,
-    strings, arrays (EarlyStopping's best weights), lists and dicts of them, and
-    functions importable by name (a monitor's comparison)."""
+    """The attributes of `callback` that change as it runs and can be written and read back
+    exactly: numbers (inf and NaN too), strings, arrays (EarlyStopping's best weights), and
+    lists and dicts of them. Not its constructor's arguments (`patience`, `factor`...):
+    what this run's `callbacks()` says stands, even if edited since. Not functions either
+    (EarlyStopping's `monitor_op`), which callbacks make again from those arguments; restoring
+    `monitor_op` without the `min_delta` it negated would flip the sign."""
+    given = set(inspect.signature(type(callback).__init__).parameters)
     state = {}
     for name, value in vars(callback).items():
-        if name in _NOT_STATE:
+        if name in _NOT_STATE or name in given or callable(value):
             continue
         encoded = _encode(value)
         if encoded is not _SKIP:
@@ -38,7 +42,9 @@ _SKIP = object()
 
 def _encode(value):
     if isinstance(value, np.generic):  # before float: np.float64 is one
-        return {"numpy": value.item(), "dtype": str(value.dtype)}
+        return {"numpy": _number(value.item()), "dtype": str(value.dtype)}
+    if isinstance(value, float) and not np.isfinite(value):
+        return {"float": repr(value)}  # strict JSON has no inf or NaN
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (np.ndarray, tf.Tensor)) or keras.ops.is_tensor(value):
@@ -55,16 +61,21 @@ def _encode(value):
         if any(i is _SKIP for i in items.values()):
             return _SKIP
         return {"dict": items}
-    if callable(value) and _by_name(value) is not None:
-        return {"function": _by_name(value)}
     return _SKIP
+
+
+def _number(value):
+    return repr(value) if isinstance(value, float) and not np.isfinite(value) else value
 
 
 def _decode(encoded):
     if not isinstance(encoded, dict):
         return encoded
     if "numpy" in encoded:
-        return np.dtype(encoded["dtype"]).type(encoded["numpy"])
+        number = encoded["numpy"]
+        return np.dtype(encoded["dtype"]).type(float(number) if isinstance(number, str) else number)
+    if "float" in encoded:
+        return float(encoded["float"])
     if "array" in encoded:
         return np.load(io.BytesIO(base64.b64decode(encoded["array"])), allow_pickle=False)
     if "list" in encoded:
@@ -72,22 +83,4 @@ def _decode(encoded):
         return tuple(items) if encoded["tuple"] else items
     if "dict" in encoded:
         return {k: _decode(v) for k, v in encoded["dict"].items()}
-    module, _, name = encoded["function"].partition(":")
-    found = importlib.import_module(module)
-    for part in name.split("."):
-        found = getattr(found, part)
-    return found
-
-
-def _by_name(function) -> str | None:
-    """'module:qualname' when importing it gives `function` back, else None."""
-    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
-    if not module or "<" in name:
-        return None
-    try:
-        found = importlib.import_module(module)
-        for part in name.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
-        return None
-    return f"{module}:{name}" if found is function else None
+    raise ValueError(f"not a callback state: {encoded}")

@@ -15,12 +15,7 @@ workers check that they hold the same learning rate and stop
 flag (one all-reduce), and fail in one line if the rate or the stop differ.
 """
 
-import hashlib
-import json
-
 import keras
-import numpy as np
-import tensorflow as tf
 
 from tf_mgpu import strict_json
 from tf_mgpu.engine import callback_state, collectives
@@ -40,12 +35,15 @@ BUILT_IN = {
 }
 
 
-def checked(returned, where: str, metric_names: list[str] | None, validation: bool) -> list:
+def checked(
+    returned, where: str, metric_names: list[str] | None, validation: bool, rate_settable: bool
+) -> list:
     """The task's `callbacks()` result as a list of Keras callbacks; UserError otherwise.
 
     `metric_names` (the compiled loss and metrics, None if unknown) and `validation`
     (whether there is a validation split) check what a callback monitors: `fit` would
-    warn once and then do nothing for an epoch-long run.
+    warn once and then do nothing for an epoch-long run. `rate_settable`: whether the
+    optimizer's rate is a number a callback may set (not a schedule).
     """
     if isinstance(returned, keras.callbacks.Callback):
         returned = [returned]
@@ -63,10 +61,26 @@ def checked(returned, where: str, metric_names: list[str] | None, validation: bo
                     f"{where}: callbacks() returns {kind.__name__}, which tf_mgpu does not "
                     f"run: {why}; remove it"
                 )
+        name = type(callback).__name__
+        if _overrides(callback, UNRUN_HOOKS):
+            raise UserError(
+                f"{where}: callbacks() returns {name}, which relies on on_test_* or "
+                f"on_predict_* hooks; tf_mgpu evaluates with its own pass and never calls "
+                f"them, so it would act otherwise than under fit; remove it"
+            )
+        if not rate_settable and isinstance(callback, RATE_SETTERS):
+            raise UserError(
+                f"{where}: {name} sets the learning rate, but the optimizer follows a "
+                f"schedule (compiled, or --scale_lr's warmup) that cannot be set; compile "
+                f"with a constant rate, or drop {name}"
+            )
         monitor = getattr(callback, "monitor", None)
         if isinstance(monitor, str):
-            _check_monitor(type(callback).__name__, monitor, where, metric_names, validation)
+            _check_monitor(name, monitor, where, metric_names, validation)
     return list(returned)
+
+
+RATE_SETTERS = (keras.callbacks.LearningRateScheduler, keras.callbacks.ReduceLROnPlateau)
 
 
 def _check_monitor(name, monitor, where, metric_names, validation) -> None:
@@ -101,16 +115,18 @@ def keras_logs(record: dict) -> dict:
 class Callbacks(Action):
     """Runs `callbacks` on `trainer`'s model as `fit` does; see the module's docstring.
 
-    `record` (a string variable) holds their state for the checkpoint: put it among
-    the checkpointed objects. Place this action before the checkpointing one.
+    Their state goes into each checkpoint beside it (`state` and `restore`, called by
+    `checkpoint.Checkpoints`). Place this action before the checkpointing one.
     """
 
     def __init__(self, callbacks: list, trainer, strategy, *, epochs: int, flag_rate):
         self._callbacks, self._trainer, self._strategy = callbacks, trainer, strategy
         self._model = trainer.state.model
         self._flag_rate = flag_rate  # --learning_rate of this run (None: not given)
-        self._batch_hooks = any(_has_batch_hooks(c) for c in callbacks)
-        self.record = tf.Variable("", dtype=tf.string, trainable=False, name="callbacks")
+        self._batch_hooks = any(_overrides(c, BATCH_HOOKS) for c in callbacks)
+        self._end_hooks = any(_overrides(c, ("on_train_end",)) for c in callbacks)
+        self._agreed = collectives.Agreement(strategy)
+        self._saved: dict | None = None  # what a checkpoint restored, applied at the start
         self.stopped_by: str | None = None  # the callback that set model.stop_training
         self.final: dict = {}  # val_* and test_* again, if on_train_end set the weights
         self._logs: dict = {}
@@ -119,17 +135,30 @@ class Callbacks(Action):
             callback.set_model(self._model)
             callback.set_params(params)
 
-    # -- what a checkpoint restored ------------------------------------------------
+    # -- the checkpoint's part -------------------------------------------------------
 
-    def saved(self) -> dict | None:
-        """The state restored from a checkpoint, or None (a fresh run)."""
-        text = self.record.numpy().decode()
-        return json.loads(text) if text else None
+    def state(self) -> dict:
+        """What a checkpoint holds of the callbacks: each one's state, the rate they set,
+        and which one stopped training (if one did)."""
+        rate = inner(self._trainer.state.optimizer)._learning_rate  # or a schedule
+        return {
+            "callbacks": [
+                {"class": type(c).__name__, "state": callback_state.state_of(c)}
+                for c in self._callbacks
+            ],
+            "learning_rate": None if callable(rate) else float(rate.numpy()),
+            "flag_rate": self._flag_rate,
+            "stopped_by": self.stopped_by if self._model.stop_training else None,
+        }
+
+    def restore(self, saved: dict | None) -> None:
+        """Keeps what a checkpoint held (None: it held nothing of callbacks), to apply
+        once `on_train_begin` has run."""
+        self._saved = saved
 
     def stopped_before(self) -> str | None:
         """The callback that stopped the run this checkpoint comes from, if one did."""
-        saved = self.saved()
-        return saved.get("stopped_by") if saved else None
+        return self._saved.get("stopped_by") if self._saved else None
 
     # -- the hooks -------------------------------------------------------------------
 
@@ -137,26 +166,23 @@ class Callbacks(Action):
         self._model.stop_training = False
         for callback in self._callbacks:
             callback.on_train_begin()
-        saved = self.saved()
-        if saved is not None:  # a resumed run: the callbacks as they were at the save
-            for callback, state in zip(self._callbacks, saved["callbacks"], strict=True):
-                callback_state.restore(callback, state)
-            if saved["learning_rate"] is not None and saved["flag_rate"] == self._flag_rate:
-                inner(self._trainer.state.optimizer).learning_rate = saved["learning_rate"]
+        if self._saved is not None:  # a resumed run: the callbacks as they were at the save
+            self._apply(self._saved)
         self._agree()
 
     def start_epoch(self, trainer, epoch: int) -> None:
-        if trainer.position()[1] == 0:  # a resumed epoch began before its save
+        step = trainer.position()[1]
+        if step == 0:  # a resumed epoch began before its save
             for callback in self._callbacks:
                 callback.on_epoch_begin(epoch - 1)
         if self._batch_hooks:
-            self._batch("begin", trainer.position()[1])
+            self._batch("begin", step)
         self._agree()
 
     def after_call(self, moment: Moment) -> None:
         if not self._batch_hooks:
             return
-        _, step = self._trainer.position()
+        step = moment.step - (moment.epoch - 1) * self._trainer.train_steps
         self._batch("end", step - 1, logs=keras_logs(_train_means(self._trainer)))
         if not moment.last:
             self._batch("begin", step)
@@ -175,14 +201,28 @@ class Callbacks(Action):
     def finish_training(self) -> None:
         """`on_train_end`; if it set the weights (EarlyStopping's `restore_best_weights`),
         the last evaluation no longer holds: `final` holds theirs."""
-        before = _digest(self._model.weights)
+        before = collectives.weights_digest(self._model) if self._end_hooks else ""
         for callback in self._callbacks:
             callback.on_train_end(self._logs)
-        if _digest(self._model.weights) != before:
+        changed = self._end_hooks and collectives.weights_digest(self._model) != before
+        self._agree(changed)
+        if changed:  # every worker, as agreed: evaluating is collective
             self.final = self._trainer.evaluate()
-        self._agree()
 
     # -- internals --------------------------------------------------------------------
+
+    def _apply(self, saved: dict) -> None:
+        names = [type(c).__name__ for c in self._callbacks]
+        held = [entry["class"] for entry in saved["callbacks"]]
+        if held != names:
+            raise UserError(
+                f"the checkpoint holds the state of the callbacks {held}, but callbacks() "
+                f"returns {names}; return the same callbacks to resume, or pass --clean"
+            )
+        for callback, entry in zip(self._callbacks, saved["callbacks"], strict=True):
+            callback_state.restore(callback, entry["state"])
+        if saved["learning_rate"] is not None and saved["flag_rate"] == self._flag_rate:
+            inner(self._trainer.state.optimizer).learning_rate = saved["learning_rate"]
 
     def _batch(self, when: str, step: int, logs=None) -> None:
         for callback in self._callbacks:
@@ -193,35 +233,36 @@ class Callbacks(Action):
         if self._model.stop_training and self.stopped_by is None:
             self.stopped_by = type(callback).__name__
 
-    def _agree(self) -> None:
-        """Writes the callbacks' state into `record`; under MultiWorkerMirroredStrategy,
-        fails unless every worker holds the same."""
-        optimizer = inner(self._trainer.state.optimizer)
-        rate = optimizer._learning_rate  # a variable, or a schedule (not settable)
-        state = {
-            "callbacks": [callback_state.state_of(c) for c in self._callbacks],
-            "learning_rate": None if callable(rate) else float(rate.numpy()),
-            "flag_rate": self._flag_rate,
-            "stopped_by": self.stopped_by if self._model.stop_training else None,
-        }
-        self.record.assign(strict_json.dumps(state, sort_keys=True))
-        # What training depends on; a callback may keep other state of its own (a clock).
-        decided = strict_json.dumps([state["learning_rate"], state["stopped_by"] is not None])
-        if not collectives.same_everywhere(self._strategy, decided):
+    def _agree(self, *more) -> None:
+        """Under MultiWorkerMirroredStrategy, fails unless every worker's callbacks set the
+        same rate and the same stop (one all-reduce); elsewhere nothing."""
+        rate = inner(self._trainer.state.optimizer)._learning_rate
+        decided = [None if callable(rate) else float(rate.numpy()), self.stop_requested(), *more]
+        if not self._agreed(strict_json.dumps(decided)):
             raise Failure(
-                "the workers' Keras callbacks disagree (the learning rate or "
-                "model.stop_training differ); a callback must decide from its logs alone, "
-                "not from this worker's clock, randomness or files"
+                "the workers' Keras callbacks disagree (the learning rate, "
+                "model.stop_training or the weights set at the end differ); a callback must "
+                "decide from its logs alone, not from this worker's clock, randomness or files"
             )
 
 
-def _has_batch_hooks(callback) -> bool:
+def _overrides(callback, hooks) -> bool:
     base = keras.callbacks.Callback
-    kind = type(callback)
-    return any(
-        getattr(kind, hook) is not getattr(base, hook)
-        for hook in ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end")
-    )
+    return any(getattr(type(callback), h) is not getattr(base, h) for h in hooks)
+
+
+BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end")
+# Hooks tf_mgpu never calls: its evaluation is its own pass, not Keras's evaluate.
+UNRUN_HOOKS = (
+    "on_test_begin",
+    "on_test_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
+    "on_predict_begin",
+    "on_predict_end",
+    "on_predict_batch_begin",
+    "on_predict_batch_end",
+)
 
 
 def _train_means(trainer) -> dict:
@@ -229,17 +270,11 @@ def _train_means(trainer) -> dict:
     return {f"train_{k}": v for k, v in trainer.state.train_sums.result().items()}
 
 
-def _digest(weights: list) -> str:
-    digest = hashlib.sha256()
-    for weight in weights:
-        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
-    return digest.hexdigest()
-
-
 def from_task(task, trainer, strategy, *, epochs: int, flag_rate, validation: bool):
     """The task's callbacks, checked, as the action that runs them; None if it has none."""
     if task.callbacks is None:
         return None
     names = trainer.state.train_sums.names()
-    returned = checked(task.callbacks(), task.where, names, validation)
+    settable = not callable(inner(trainer.state.optimizer)._learning_rate)
+    returned = checked(task.callbacks(), task.where, names, validation, settable)
     return Callbacks(returned, trainer, strategy, epochs=epochs, flag_rate=flag_rate)

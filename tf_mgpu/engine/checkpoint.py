@@ -9,6 +9,7 @@ with the same weights bit for bit.
 
 Layout, in `--model_dir/checkpoints/`:
   ckpt-<step>.index, ckpt-<step>.data-*   one per save, named by optimizer step
+  ckpt-<step>.state.json                  what is not a variable (a task's Keras callbacks)
   run.json                                what must match for a resume (`fingerprint`)
 
 Saves are atomic: TensorFlow writes a checkpoint into temporary files and
@@ -103,7 +104,11 @@ class Checkpoints:
 
     `is_chief` False saves into a private temporary directory that is
     deleted after each save; such a task never writes into `model_dir`.
-    `warn` receives one line per checkpoint skipped as unreadable.
+    `warn` receives one line per checkpoint skipped as unreadable. `extra`, if
+    given, holds state that is not variables: its `state()` (strict JSON) is
+    written beside each checkpoint the chief saves, before the checkpoint
+    itself, and handed to its `restore(state)` with that checkpoint (None for a
+    checkpoint saved without it: a run that had no such state then).
     """
 
     def __init__(
@@ -114,8 +119,10 @@ class Checkpoints:
         is_chief: bool,
         keep: int = KEEP,
         warn: Callable[[str], None] = print,
+        extra=None,
     ):
         self._checkpoint = tf.train.Checkpoint(**objects)
+        self._extra = extra
         self.directory = os.path.join(model_dir, DIRECTORY) if model_dir else None
         self._is_chief = is_chief
         self._keep = keep
@@ -174,6 +181,8 @@ class Checkpoints:
                 )
                 continue
             self.latest = path
+            if self._extra is not None:
+                self._extra.restore(_read_json(path + _EXTRA))
             return path
         if paths:
             raise UserError(
@@ -186,6 +195,8 @@ class Checkpoints:
         """Writes checkpoint `ckpt-<step>` (every task must call this at the same point)."""
         if self._is_chief and self.directory is not None:
             prefix = os.path.join(self.directory, f"ckpt-{step}")
+            if self._extra is not None:  # first: a complete checkpoint has its state
+                self._guard(lambda: _write_json(prefix + _EXTRA, self._extra.state()))
             self._guard(lambda: self._checkpoint.write(prefix))
             self.latest = prefix
             self._prune()
@@ -242,6 +253,16 @@ def _os_reason(message: str) -> str:
     """The operating system's reason inside a TensorFlow error message, or its gist."""
     found = [reason for reason in _OS_REASONS if reason.lower() in message.lower()]
     return found[0] if found else " ".join(message.split())[-160:]
+
+
+_EXTRA = ".state.json"
+
+
+def _read_json(path: str) -> dict | None:
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
 
 
 def _write_json(path: str, value: dict) -> None:

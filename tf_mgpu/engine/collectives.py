@@ -8,6 +8,8 @@ they return at once.
 import contextlib
 import hashlib
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine import strategies
@@ -70,20 +72,41 @@ def same_weights_everywhere(strategy: tf.distribute.Strategy, num_workers: int, 
 
 def same_everywhere(strategy: tf.distribute.Strategy, text: str) -> bool:
     """Whether every worker holds this same `text` (True at once outside
-    MultiWorkerMirroredStrategy).
+    MultiWorkerMirroredStrategy); see `Agreement`, to ask more than once."""
+    return Agreement(strategy)(text)
+
+
+class Agreement:
+    """`agreement(text)`: whether every worker holds this same `text` (True at once outside
+    MultiWorkerMirroredStrategy). Collective: every worker must ask at the same point.
 
     The sha256 of each worker's `text` is cut into 16-bit numbers; summing them and their
     squares over the replicas gives zero variance exactly when every worker's digest is
-    the same (the sums are exact in float64).
+    the same (the sums are exact in float64). The all-reduce is traced once.
     """
-    if strategies.name_of(strategy) != "multi_worker_mirrored":
-        return True
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
-    sums = strategies.replica_sum(strategy)(parts + [p * p for p in parts])
-    count = strategy.num_replicas_in_sync
-    first, squares = sums[: len(parts)], sums[len(parts) :]
-    return all(count * sq == s * s for s, sq in zip(first, squares, strict=True))
+
+    def __init__(self, strategy: tf.distribute.Strategy):
+        multi = strategies.name_of(strategy) == "multi_worker_mirrored"
+        self._sum = strategies.replica_sum(strategy) if multi else None
+        self._count = strategy.num_replicas_in_sync
+
+    def __call__(self, text: str) -> bool:
+        if self._sum is None:
+            return True
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
+        sums = self._sum(parts + [p * p for p in parts])
+        first, squares = sums[: len(parts)], sums[len(parts) :]
+        return all(self._count * sq == s * s for s, sq in zip(first, squares, strict=True))
+
+
+def weights_digest(model: keras.Model) -> str:
+    """The sha256 of every weight's bytes, in order: what workers compare, and the summary
+    records."""
+    digest = hashlib.sha256()
+    for weight in model.weights:
+        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
+    return digest.hexdigest()
 
 
 def barrier(strategy: tf.distribute.Strategy) -> None:

@@ -119,8 +119,9 @@ class Sums:
             metric.update_state(*pick(y, y_pred), sample_weight=chosen)
 
     def names(self) -> list[str]:
-        """What `result` reports, but the examples: 'loss', then each metric's name."""
-        return self._order(["loss", *self._metrics, *self._stateful])
+        """What `result` reports, but the examples: 'loss', each output's loss, then each
+        metric's name."""
+        return self._order([*(k for k in self._sums if k != "count"), *self._stateful])
 
     def _order(self, keys: list[str]) -> list[str]:
         """`keys` as `result` orders them: the unweighted ones as given, then the weighted

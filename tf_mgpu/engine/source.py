@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -72,7 +73,7 @@ class Source:
 
     def take(self, rows) -> data.Split:
         """The examples at `rows` (a slice or indices), read into memory."""
-        indices = np.arange(self.length)[rows] if isinstance(rows, slice) else np.asarray(rows)
+        indices = np.asarray(range(self.length)[rows] if isinstance(rows, slice) else rows)
         return data.Split(*self.read(indices))
 
     def in_memory(self) -> data.Split:
@@ -100,7 +101,9 @@ class Source:
         got = self.reader[index]
         if not isinstance(got, (tuple, list)) or len(got) != len(self.example):
             raise self._bad(index, f"is {_kind(got)}, but example 0 is a {len(self.example)}-tuple")
-        got = tuple(_as_arrays(part) for part in got)
+        got = _example(got)
+        if len(got) == 3 and (got[2].shape != () or got[2] < 0):
+            raise self._bad(index, f"has sample_weight {got[2]}; give one number >= 0")
         for name, part, first in zip(("x", "y"), got, self.example, strict=False):
             if isinstance(first, dict) and (not isinstance(part, dict) or set(part) != set(first)):
                 keys = sorted(part) if isinstance(part, dict) else _kind(part)
@@ -233,13 +236,20 @@ def open_source(given, where: str, name: str) -> Source:
         raise UserError(f"{where}: load_data()'s {name} source has no length ({e})") from None
     if length <= 0:
         raise UserError(f"{where}: the {name} source is empty; load_data() must return examples")
+    if isinstance(given, keras.utils.PyDataset):
+        raise UserError(
+            f"{where}: load_data()'s {name} split is a keras.utils.PyDataset, whose items are "
+            f"batches; tf_mgpu batches itself: return an object whose __getitem__(i) gives "
+            f"example i as (x, y)"
+        )
     first = given[0]
     if not isinstance(first, (tuple, list)) or len(first) not in (2, 3):
         raise UserError(
             f"{where}: load_data()'s {name} source gives {_kind(first)} for example 0; its "
-            f"__getitem__(i) must return (x, y) or (x, y, sample_weight)"
+            f"__getitem__(i) must return (x, y) or (x, y, sample_weight) (a TFDS or Grain "
+            f"source of feature dicts: wrap it in a class that returns that pair)"
         )
-    example = tuple(_as_arrays(part) for part in first)
+    example = _example(first)
     source = Source(given, length, example, where, name)
     source._checked(0)  # NaN in example 0, say
     return source
@@ -260,10 +270,19 @@ def reraise(*splits):
         raise
 
 
-def _as_arrays(part):
-    if isinstance(part, dict):
-        return {k: np.asarray(v) for k, v in part.items()}
-    return np.asarray(part)
+def _example(got) -> tuple:
+    """An example as arrays: x (an array or a dict), y (an array, or a dict or tuple of
+    them for several outputs), and the sample weight as one float32 number."""
+    x, y, *w = got
+    x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
+    if isinstance(y, dict):
+        y = {k: np.asarray(v) for k, v in y.items()}
+    elif isinstance(y, tuple):  # one label per output (a list is one label: one-hot, say)
+        y = tuple(np.asarray(v) for v in y)
+    else:
+        y = np.asarray(y)
+    weight = [np.asarray(w[0], np.float32).reshape(-1)] if w else []
+    return (x, y, *[a.reshape(()) if a.size == 1 else a for a in weight])
 
 
 def _named(got: tuple, first: tuple):
@@ -273,6 +292,11 @@ def _named(got: tuple, first: tuple):
         if isinstance(expected, dict):  # same keys: checked before
             for key in sorted(expected):
                 yield f"{names[k]}[{key!r}]", value[key], expected[key]
+        elif isinstance(expected, tuple):
+            if not isinstance(value, tuple) or len(value) != len(expected):
+                value = tuple(np.full(len(expected), np.nan))  # reported as a shape drift
+            for j, (one, first_one) in enumerate(zip(value, expected, strict=True)):
+                yield f"{names[k]}[{j}]", np.asarray(one), first_one
         else:
             yield names[k], value, expected
 

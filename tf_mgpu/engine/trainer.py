@@ -94,7 +94,11 @@ class Trainer:
         return bool(self._weights_finite())
 
     def rate_at(self, step: int) -> float:
-        return schedules.rate_at(self.learning_rate, step)
+        """The rate at optimizer step `step`: a schedule's, or the optimizer's own now (a
+        Keras callback may have changed a constant rate)."""
+        if callable(self.learning_rate):
+            return schedules.rate_at(self.learning_rate, step)
+        return float(schedules.inner(self.state.optimizer).learning_rate.numpy())
 
     def _build_loops(self) -> None:
         config, strategy, datasets = self._config, self._strategy, self._datasets

@@ -1,6 +1,5 @@
 """What a run prints, and the files its chief leaves in --model_dir."""
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -88,13 +87,6 @@ def weights_line(digest: str, workers: int = 1) -> str:
     """The chief's last line: equal digests mean bit-identical weights."""
     where = f" (identical on all {workers} workers)" if workers > 1 else ""
     return f"tf_mgpu weights: sha256={digest}{where}"
-
-
-def weights_digest(model: keras.Model) -> str:
-    digest = hashlib.sha256()
-    for weight in model.weights:
-        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
-    return digest.hexdigest()
 
 
 def versions() -> dict:

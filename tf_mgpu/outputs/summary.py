@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.engine import schedules, strategies
+from tf_mgpu.engine import collectives, schedules, strategies
 from tf_mgpu.engine.trainer import Trainer
 from tf_mgpu.outputs import report
 
@@ -68,7 +68,7 @@ def summary(
         "steady_examples_per_second": sum(r["train_examples"] for r in steady)
         / sum(r["seconds"] for r in steady),
         "first_epoch_seconds": history[0]["seconds"],
-        "weights_sha256": report.weights_digest(trainer.state.model),
+        "weights_sha256": collectives.weights_digest(trainer.state.model),
         "versions": report.versions(),
         **report.memory_use(),
     }
