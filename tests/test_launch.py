@@ -227,12 +227,16 @@ def test_sigterm_to_the_launcher_saves_on_every_worker_and_exits_75(tmp_path):
         running.wait(0)
     assert stopped.returncode == errors.EXIT_STOPPED, stopped.tail()
     saved = support.checkpoint_steps(model_dir)[-1]
+    # Each worker gets the launcher's SIGTERM, but the stop is agreed at a call boundary: a
+    # worker whose signal lands after its peer's was agreed says so ("a signal to another
+    # worker"). Either way every worker saves the same step.
+    why = r"(SIGTERM|a signal to another worker)"
     for rank in range(2):
         assert re.search(
-            rf"^\[worker:{rank}\] tf_mgpu: stopped: SIGTERM: saved", stopped.stderr, re.M
+            rf"^\[worker:{rank}\] tf_mgpu: stopped: {why}: saved {re.escape(str(model_dir))}"
+            rf"/checkpoints/ckpt-{saved};",
+            stopped.stderr,
+            re.M,
         ), stopped.tail()
-    assert f"[worker:0] tf_mgpu: stopped: SIGTERM: saved {model_dir}/checkpoints/ckpt-{saved};" in (
-        stopped.stderr
-    ), stopped.tail()
     assert launcher_lines(stopped)[-1].startswith("tf_mgpu launch: SIGTERM: the workers stopped")
     assert "restart 1/" not in stopped.stderr, stopped.tail()
