@@ -3,6 +3,7 @@ instant resume by arithmetic, and every example checked as it is read; and a tas
 splits are such sources, trained on replicas and on workers, and killed."""
 
 import dataclasses
+import os
 import pathlib
 
 import keras
@@ -10,7 +11,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import support
 from tests.keras.helpers import (
     FILES,
     FLOAT64,
@@ -18,11 +18,10 @@ from tests.keras.helpers import (
     kill_mid_epoch_then_resume,
     load,
     one_and_two,
-    strict,
+    two_workers_and_one_device,
 )
 from tests.support import cpu_strategy
 from tf_mgpu import training
-from tf_mgpu.config import Config
 from tf_mgpu.engine import source
 from tf_mgpu.errors import UserError
 
@@ -202,26 +201,8 @@ def test_two_workers_each_read_only_their_share_and_train_like_one_device(tmp_pa
     logs.mkdir()
     monkeypatch.setenv("MEMMAP_READ_LOG", str(logs))  # the workers inherit it
 
-    def args(name: str) -> list[str]:
-        return [
-            f"--task={task}",
-            "--strategy=multi_worker_mirrored",
-            "--batch_size=16",
-            "--epochs=2",
-            "--seed=3",
-            "--nojit_compile",
-            "--dtype=float64",
-            "--startup_timeout=120",
-            f"--model_dir={tmp_path / name.replace(':', '_')}",
-        ]
-
-    finished = support.run_cluster(
-        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
-    )
-    monkeypatch.delenv("MEMMAP_READ_LOG")
-    tails = "\n".join(f.tail() for f in finished.values())
-    assert all(f.returncode == 0 for f in finished.values()), tails
-    per_worker = reads(logs)
+    cluster, one = two_workers_and_one_device(tmp_path, task, epochs=2)
+    per_worker = {name: rows for name, rows in reads(logs).items() if name != own_log()}
     assert len(per_worker) == 2, per_worker.keys()
     # Over both workers, each training example once per epoch, plus the first few each
     # reads at start; so each worker reads about half.
@@ -229,11 +210,14 @@ def test_two_workers_each_read_only_their_share_and_train_like_one_device(tmp_pa
     assert (both[2:] == 2).all(), np.unique(both[2:])
     for name, rows in per_worker.items():
         assert len(rows) <= 0.55 * 2 * 1024, (name, len(rows))
-    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
-    config = Config(task=task, batch_size=32, epochs=2, seed=3, jit_compile=False, dtype="float64")
-    one = training.run(config, strategy=cpu_strategy(1)).summary
     for key in ("train_loss", "val_loss", "test_loss", "test_accuracy"):
-        assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9)
+        expected = one.summary["history"][-1][key]
+        assert cluster["history"][-1][key] == pytest.approx(expected, abs=1e-9), key
+
+
+def own_log() -> str:
+    """The name of this process's read log (the one-device run's, not a worker's)."""
+    return f"reads.{os.getpid()}"
 
 
 def test_sample_weights_are_one_number_each_and_a_negative_one_is_named():

@@ -106,3 +106,43 @@ def kill_mid_epoch_then_resume(
     assert resumed.returncode == 0, resumed.tail()
     assert "tf_mgpu resume: from" in resumed.stdout, resumed.tail()
     assert support.digests(resumed) == support.digests(reference), resumed.tail()
+
+
+def two_workers_and_one_device(tmp_path: pathlib.Path, task: str, epochs: int, **settings):
+    """`task` trained by 2 real MultiWorkerMirroredStrategy workers at 16 per replica, and in
+    this process on one device at 32, both in float64 from seed 3 with `settings` (Config
+    names, passed to the workers as flags): (the chief's summary.json, the one-device run).
+    Both workers must exit 0 holding the same weights."""
+    flags = [f"--{key}={value}" for key, value in settings.items()]
+
+    def args(name: str) -> list[str]:
+        return [
+            f"--task={task}",
+            "--strategy=multi_worker_mirrored",
+            "--batch_size=16",
+            f"--epochs={epochs}",
+            "--seed=3",
+            "--nojit_compile",
+            "--dtype=float64",
+            "--startup_timeout=120",
+            *flags,
+            f"--model_dir={tmp_path / name.replace(':', '_')}",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
+    )
+    tails = "\n".join(f.tail() for f in finished.values())
+    assert all(f.returncode == 0 for f in finished.values()), tails
+    assert support.digests(finished["worker:0"])["workers"] == "2", tails
+    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
+    config = Config(
+        task=task,
+        batch_size=32,
+        epochs=epochs,
+        seed=3,
+        jit_compile=False,
+        dtype="float64",
+        **settings,
+    )
+    return cluster, training.run(config, strategy=cpu_strategy(1))

@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import pytest
 
-from tests import support
 from tests.keras.helpers import (
     FILES,
     FLOAT64,
@@ -15,6 +14,7 @@ from tests.keras.helpers import (
     load,
     one_and_two,
     strict,
+    two_workers_and_one_device,
 )
 from tests.support import cpu_strategy
 from tf_mgpu import training
@@ -153,36 +153,7 @@ def test_two_workers_with_two_heads_a_stateful_metric_and_rate_callbacks_equal_o
     """MultiWorkerMirroredStrategy, 2 real processes: per-output losses and an AUC state are
     summed over workers, and the callbacks decide on all-reduced logs on both workers."""
     task = str(FILES / "two_heads_callbacks.py")
-    common = ["--epochs=3", "--seed=3", "--nojit_compile", "--dtype=float64"]
-
-    def args(name: str) -> list[str]:
-        return [
-            f"--task={task}",
-            "--strategy=multi_worker_mirrored",
-            "--batch_size=16",
-            "--validation_split=0.25",
-            "--startup_timeout=120",
-            *common,
-            f"--model_dir={tmp_path / name.replace(':', '_')}",
-        ]
-
-    finished = support.run_cluster(
-        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
-    )
-    tails = "\n".join(f.tail() for f in finished.values())
-    assert all(f.returncode == 0 for f in finished.values()), tails
-    assert support.digests(finished["worker:0"])["workers"] == "2", tails
-    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
-    config = Config(
-        task=task,
-        batch_size=32,
-        epochs=3,
-        seed=3,
-        jit_compile=False,
-        dtype="float64",
-        validation_split=0.25,
-    )
-    one = training.run(config, strategy=cpu_strategy(1))
+    cluster, one = two_workers_and_one_device(tmp_path, task, epochs=3, validation_split=0.25)
     last, expected = cluster["history"][-1], one.summary["history"][-1]
     for key in (
         "train_loss",

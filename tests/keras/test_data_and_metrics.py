@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import support
 from tests.keras.helpers import (
     FLOAT64,
     assert_same_weights,
@@ -15,6 +14,7 @@ from tests.keras.helpers import (
     one_and_two,
     path_of,
     strict,
+    two_workers_and_one_device,
 )
 from tests.support import cpu_strategy
 from tf_mgpu import training
@@ -180,41 +180,8 @@ def test_two_workers_with_stateful_metrics_weights_and_validation_equal_one_devi
     """MultiWorkerMirroredStrategy, 2 real processes: AUC/Precision/Recall states and the
     validation pass are collectives there; the run must equal one device's."""
     example = str(path_of("binary_classifier_task"))
-    common = [
-        "--epochs=2",
-        "--seed=3",
-        "--nojit_compile",
-        "--dtype=float64",
-        "--validation_split=0.25",
-        "--startup_timeout=120",
-    ]
-
-    def args(task: str) -> list[str]:
-        return [
-            f"--task={example}",
-            "--strategy=multi_worker_mirrored",
-            "--batch_size=16",
-            *common,
-            f"--model_dir={tmp_path / task.replace(':', '_')}",
-        ]
-
-    finished = support.run_cluster(
-        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=300
-    )
-    tails = "\n".join(f.tail() for f in finished.values())
-    assert all(f.returncode == 0 for f in finished.values()), tails
-    assert support.digests(finished["worker:0"])["workers"] == "2", tails
-    (cluster,) = strict(tmp_path / "worker_0" / "summary.json")
-    config = Config(
-        task=example,
-        batch_size=32,
-        epochs=2,
-        seed=3,
-        jit_compile=False,
-        dtype="float64",
-        validation_split=0.25,
-    )
-    one = training.run(config, strategy=cpu_strategy(1)).summary
+    cluster, result = two_workers_and_one_device(tmp_path, example, epochs=2, validation_split=0.25)
+    one = result.summary
     assert (cluster["num_workers"], cluster["global_batch"]) == (2, 32)
     for key in (
         "val_loss",

@@ -13,7 +13,7 @@ MUTATIONS = (
         what="a difference never raises",
         path="tf_mgpu/engine/collectives.py",
         old="        return all(self._count * sq == s * s for s, sq in zip(",
-        new="        return True",
+        new="        return True or all(self._count * sq == s * s for s, sq in zip(",
         tests=("tests/test_main.py::test_workers_that_end_with_different_weights_fail_saying_so",),
     ),
     Mutation(
