@@ -140,17 +140,17 @@ def run(
     try:
         return _train(
             _Run(
-                strategy,
-                node,
-                config,
-                trainer,
-                checkpoints,
-                outputs,
-                logs,
-                stop,
-                flagfile,
-                clock,
-                keras_callbacks,
+                strategy=strategy,
+                node=node,
+                config=config,
+                trainer=trainer,
+                checkpoints=checkpoints,
+                outputs=outputs,
+                logs=logs,
+                stop=stop,
+                flagfile=flagfile,
+                clock=clock,
+                callbacks=keras_callbacks,
             )
         )
     finally:
