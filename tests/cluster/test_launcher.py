@@ -62,7 +62,7 @@ if rank == 0 and "signal_launcher" in args:
 def gone(pid):
     try:
         return pathlib.Path(f"/proc/{{pid}}/stat").read_text().rpartition(")")[2][1] in "ZX"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it is read
         return True
 
 
