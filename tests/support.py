@@ -192,7 +192,8 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
 def checkpoint_steps(model_dir: pathlib.Path) -> list[int]:
     """Steps of the complete checkpoints in `model_dir`, oldest first."""
     found = (model_dir / "checkpoints").glob("ckpt-*.index")
-    return sorted(int(p.name[len("ckpt-") : -len(".index")]) for p in found)
+    steps = (p.name[len("ckpt-") : -len(".index")] for p in found)
+    return sorted(int(step) for step in steps if step.isdigit())  # not ckpt-8.input-0
 
 
 def kill_mid_epoch(

@@ -4,6 +4,7 @@ import dataclasses
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
 INPUTS = ("resident", "stream")
+SHARDS = ("example", "file")
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16", "float64")
 
 
@@ -46,6 +47,9 @@ class Config:
     # (see tf_mgpu.engine.jit).
     jit_compile: bool | str = "auto"
     input: str = "resident"  # or "stream": tf.data pipelines
+    # How workers split a tf.data training split (SHARDS): "example" (each worker keeps its
+    # share of every global batch, as one device trains) or "file" (each reads its own files).
+    stream_shard: str = "example"
     # A Keras dtype policy (DTYPES; float64 for exact comparisons), or None: the policy
     # the task file sets at import (float32 if it sets none).
     dtype: str | None = None

@@ -22,7 +22,7 @@ from absl import app, flags
 
 from tf_mgpu import api, cli, compile_cache, tasks, timing
 from tf_mgpu.cluster import slurm, supervisor, tf_config
-from tf_mgpu.config import DTYPES, INPUTS, STRATEGIES, Config
+from tf_mgpu.config import DTYPES, INPUTS, SHARDS, STRATEGIES, Config
 from tf_mgpu.engine import stopping
 
 _TASK = flags.DEFINE_string(
@@ -160,6 +160,16 @@ _INPUT = flags.DEFINE_enum(
     "resident: each split held on every replica's device, each replica gathers its own "
     "examples; stream: tf.data pipelines per worker, for data that does not fit in memory.",
 )
+_STREAM_SHARD = flags.DEFINE_enum(
+    "stream_shard",
+    "example",
+    SHARDS,
+    "How workers split a tf.data training split. example: each worker reads the whole "
+    "shuffled epoch and keeps its share of every global batch, so N workers train exactly "
+    "like one device. file: each worker reads only its own files of a dataset read from "
+    "files (TFRecord shards; tf.data's FILE auto-shard), so the cluster reads the data once "
+    "per epoch; the example order then differs from one device's.",
+)
 _DTYPE = flags.DEFINE_enum(
     "dtype",
     None,
@@ -238,6 +248,7 @@ _ALL_FLAGS = (
     _STEPS_PER_LOOP,
     _JIT_COMPILE,
     _INPUT,
+    _STREAM_SHARD,
     _DTYPE,
     _ACCUMULATION_STEPS,
     _SCALE_LR,

@@ -114,6 +114,11 @@ def run(
     if datasets is None:
         with clock.phase("data"):
             datasets = work.load_data(config)
+    if config.stream_shard == "file" and not isinstance(datasets.train, stream.Stream):
+        raise UserError(
+            f"--stream_shard=file gives each worker its own files of a tf.data training "
+            f"dataset; {work.where} returns another kind of training split: drop the flag"
+        )
     if stream.streams(datasets):  # a task's tf.data input streams, whatever --input says
         config = dataclasses.replace(config, input="stream")
     with clock.phase("build"):
@@ -135,6 +140,7 @@ def run(
         is_chief=node.is_chief,
         warn=chief_print,
         extra=keras_callbacks,
+        inputs=trainer.inputs,
     )
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:
@@ -195,6 +201,13 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
+    if config.stream_shard == "file" and run.multi_worker:
+        run.chief_print(
+            "tf_mgpu input: each worker reads only its own files of the training dataset "
+            "(--stream_shard=file): the cluster reads the data once per epoch, and the "
+            "example order differs from one device's",
+            flush=True,
+        )
     own = overridden(trainer.state.model)
     if own:
         run.chief_print(
@@ -375,6 +388,7 @@ def _resume(run: _Run) -> list[dict]:
     run.chief_print(
         f"tf_mgpu resume: from {restored} (step {trainer.step():,}: epoch {epoch + 1}, step "
         f"{step} of {trainer.train_steps})"
+        + (f"; {checkpoints.resumed_input}" if checkpoints.resumed_input and step else "")
         + (f"; changed: {', '.join(changed)}" if changed else ""),
         flush=True,
     )

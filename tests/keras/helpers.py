@@ -93,9 +93,9 @@ def serve(tmp_path: pathlib.Path, x) -> np.ndarray:
 
 def kill_mid_epoch_then_resume(
     tmp_path, args: list[str], steps_per_epoch: int, after_epochs: int = 0
-) -> None:
+) -> support.Finished:
     """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint (past
-    `after_epochs` epochs) and run again: the same final weights."""
+    `after_epochs` epochs) and run again: the same final weights. Returns the run again."""
     common = [*args, "--epochs=40", "--steps_per_loop=1", "--checkpoint_steps=8"]
     reference = support.run_main([*common, f"--model_dir={tmp_path / 'ref'}"], tmp_path / "r", 300)
     assert reference.returncode == 0, reference.tail()
@@ -106,6 +106,7 @@ def kill_mid_epoch_then_resume(
     assert resumed.returncode == 0, resumed.tail()
     assert "tf_mgpu resume: from" in resumed.stdout, resumed.tail()
     assert support.digests(resumed) == support.digests(reference), resumed.tail()
+    return resumed
 
 
 def two_workers_and_one_device(tmp_path: pathlib.Path, task: str, epochs: int, **settings):

@@ -10,6 +10,7 @@ with the same weights bit for bit.
 Layout, in `--model_dir/checkpoints/`:
   ckpt-<step>.index, ckpt-<step>.data-*   one per save, named by optimizer step
   ckpt-<step>.state.json                  what is not a variable (a task's Keras callbacks)
+  ckpt-<step>.input-<worker>.*            a tf.data split's iterator, one per worker
   run.json                                what must match for a resume (`fingerprint`)
 
 Saves are atomic: TensorFlow writes a checkpoint into temporary files and
@@ -21,7 +22,9 @@ past any it cannot read.
 Under MultiWorkerMirroredStrategy every worker takes part in each save
 (reading the metric sums is collective), only the chief writes into
 `--model_dir`; the others write into a temporary directory of their own and
-delete it. Every worker restores from `--model_dir`: across machines it must
+delete it. A worker training from a tf.data split also writes its own place in
+that data beside each checkpoint (`ckpt-<step>.input-<worker>`, see
+`tf_mgpu.engine.stream_train`). Every worker restores from `--model_dir`: across machines it must
 be on storage every worker can read, as for TensorFlow's own BackupAndRestore.
 """
 
@@ -109,6 +112,10 @@ class Checkpoints:
     written beside each checkpoint the chief saves, before the checkpoint
     itself, and handed to its `restore(state)` with that checkpoint (None for a
     checkpoint saved without it: a run that had no such state then).
+    `inputs`, if given, saves each worker's place in its data beside each
+    checkpoint (`save(prefix)`, every worker, into the checkpoint directory,
+    before the checkpoint itself) and is told which checkpoint was restored
+    (`restore(prefix)`).
     """
 
     def __init__(
@@ -120,9 +127,12 @@ class Checkpoints:
         keep: int = KEEP,
         warn: Callable[[str], None] = print,
         extra=None,
+        inputs=None,
     ):
         self._checkpoint = tf.train.Checkpoint(**objects)
         self._extra = extra
+        self._inputs = inputs
+        self.resumed_input = ""  # what `inputs.restore` said of the restored checkpoint
         self.directory = os.path.join(model_dir, DIRECTORY) if model_dir else None
         self._is_chief = is_chief
         self._keep = keep
@@ -183,6 +193,8 @@ class Checkpoints:
             self.latest = path
             if self._extra is not None:
                 self._extra.restore(_read_json(path + _EXTRA))
+            if self._inputs is not None:
+                self.resumed_input = self._inputs.restore(path)
             return path
         if paths:
             raise UserError(
@@ -193,6 +205,12 @@ class Checkpoints:
 
     def save(self, step: int) -> str | None:
         """Writes checkpoint `ckpt-<step>` (every task must call this at the same point)."""
+        if self._inputs is not None and self.directory is not None:
+            # Each worker's own place in its data; before the checkpoint, whose write
+            # every worker joins, so a complete checkpoint has every worker's.
+            prefix = os.path.join(self.directory, f"ckpt-{step}")
+            self._guard(lambda: os.makedirs(self.directory, exist_ok=True))
+            self._guard(lambda: self._inputs.save(prefix))
         if self._is_chief and self.directory is not None:
             prefix = os.path.join(self.directory, f"ckpt-{step}")
             if self._extra is not None:  # first: a complete checkpoint has its state

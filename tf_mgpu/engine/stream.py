@@ -19,7 +19,6 @@ batches with weight-0 copies of the first example.
 """
 
 import dataclasses
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -158,29 +157,85 @@ def train_dataset(
     first_step: int = 0,
     preprocess: Callable = data.identity,
 ) -> tf.data.Dataset:
-    """As `tf_mgpu.engine.data.train_dataset`, for a Stream (arrays go there, and a source
-    read by index to its own)."""
+    """As `tf_mgpu.engine.data.train_dataset`, for arrays and sources read by index (a
+    Stream trains from `worker_steps`, through `tf_mgpu.engine.stream_train`)."""
     if isinstance(split, source.Source):
         return split.train_dataset(
             global_batch, seed, epochs, context, first_epoch, first_step, preprocess
         )
-    if not isinstance(split, Stream):
-        return data.train_dataset(
-            split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
-        )
-    used = data.steps_per_epoch(len(split), global_batch) * global_batch
-
-    def epoch_examples(epoch: int) -> tf.data.Dataset:
-        shuffled = split.dataset.shuffle(SHUFFLE_BUFFER, seed=_epoch_seed(seed, epoch))
-        return shuffled.take(used).shard(context.num_input_pipelines, context.input_pipeline_id)
-
-    epochs_left = functools.reduce(
-        tf.data.Dataset.concatenate,
-        [epoch_examples(e) for e in range(first_epoch, epochs)],
-        split.dataset.take(0),  # no epoch left: nothing
+    return data.train_dataset(
+        split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
     )
-    return data.per_replica_batches(
-        epochs_left, global_batch, context, first_step, lambda x, *rest: (preprocess(x), *rest)
+
+
+def worker_steps(
+    split: Stream,
+    global_batch: int,
+    seed: int,
+    epoch: int,
+    context: tf.distribute.InputContext,
+    shard: str = "example",
+    preprocess: Callable = data.identity,
+) -> tf.data.Dataset:
+    """This worker's share of epoch `epoch`: one element per step, a tuple with one
+    (x, y[, sample_weight]) batch per local replica, in replica order.
+
+    shard="example": every worker reads the epoch's shuffled examples and keeps
+    its pipeline's share of each global batch, so the replicas of every worker
+    together train on one run of `global_batch` consecutive shuffled examples
+    per step, as one device would. shard="file": each worker reads only its own
+    files of the dataset (tf.data's FILE auto-shard), shuffled and taken from the
+    start each epoch (again from its start if its files run short); the example
+    order then differs from one device's.
+    """
+    per_replica = context.get_per_replica_batch_size(global_batch)
+    here = context.num_replicas_in_sync // context.num_input_pipelines
+    steps = data.steps_per_epoch(len(split), global_batch)
+    buffer = SHUFFLE_BUFFER
+    if shard == "file":
+        own = own_files(split.dataset, context)
+        examples = own.shuffle(buffer, seed=_epoch_seed(seed, epoch)).repeat()
+        examples = examples.take(steps * per_replica * here)
+    else:
+        shuffled = split.dataset.shuffle(buffer, seed=_epoch_seed(seed, epoch))
+        examples = shuffled.take(steps * global_batch).shard(
+            context.num_input_pipelines, context.input_pipeline_id
+        )
+
+    def per_replica_parts(x, *labels):
+        def part(r):
+            rows = slice(r * per_replica, (r + 1) * per_replica)
+            cut = tf.nest.map_structure(lambda a: a[rows], (x, *labels))
+            return (preprocess(cut[0]), *cut[1:])
+
+        return tuple(part(r) for r in range(here))
+
+    return (
+        examples.batch(per_replica * here, drop_remainder=True)
+        .map(per_replica_parts)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def own_files(dataset: tf.data.Dataset, context: tf.distribute.InputContext) -> tf.data.Dataset:
+    """`dataset` with only this input pipeline's files: tf.data's FILE auto-shard, the
+    rewrite `tf.distribute` applies to a distributed dataset (it finds the dataset's file
+    reader and shards the list of files ahead of it).
+
+    TensorFlow exposes that rewrite only through `experimental_distribute_dataset`, which
+    cannot feed a checkpointed iterator; it is called here as that method calls it.
+    """
+    if context.num_input_pipelines == 1:
+        return dataset
+    from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
+    return tf_data_distribute._AutoShardDataset(
+        dataset.with_options(options),
+        context.num_input_pipelines,
+        context.input_pipeline_id,
+        context.num_replicas_in_sync,
     )
 
 

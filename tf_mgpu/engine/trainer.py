@@ -11,7 +11,7 @@ import time
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, jit, loop, metrics, schedules, source, stream
+from tf_mgpu.engine import data, jit, loop, metrics, schedules, source, stream, stream_train
 from tf_mgpu.engine.state import create_state
 from tf_mgpu.engine.steps import (
     replica_eval_step,
@@ -68,6 +68,8 @@ class Trainer:
             self._evaluated = {"val": (datasets.validation, self._sums_for(datasets.validation))}
             self._evaluated["test"] = (datasets.test, self.state.test_sums)
         self._train = self._evals = None
+        # A tf.data split's loop, made now: its place in the data is saved with each checkpoint.
+        self.inputs = self._stream_train()
         self.call_seconds = 0.0  # spent in training calls so far, in this process
         self.eval_seconds = 0.0  # and in evaluation calls
 
@@ -100,17 +102,48 @@ class Trainer:
             return schedules.rate_at(self.learning_rate, step)
         return float(schedules.inner(self.state.optimizer).learning_rate.numpy())
 
+    def _train_step(self):
+        """The replicas' training step, as the loops call it with one batch."""
+        if self.state.own_step:
+            return functools.partial(replica_own_step, self.state)
+        return functools.partial(
+            replica_train_step,
+            self.state,
+            self.global_batch,
+            accumulation_steps=self._config.accumulation_steps,
+        )
+
+    def _stream_train(self) -> stream_train.StreamTrain | None:
+        """The training loop of a tf.data split, whose place in the data is checkpointed;
+        None for arrays and sources read by index (their place is arithmetic)."""
+        split, config = self._datasets.train, self._config
+        if not isinstance(split, stream.Stream):
+            return None
+        context = stream_train.input_context(self._strategy)
+
+        def epoch_steps(epoch: int):
+            return stream.worker_steps(
+                split,
+                self.global_batch,
+                config.seed,
+                epoch,
+                context,
+                shard=config.stream_shard,
+                preprocess=self.task.preprocess,
+            )
+
+        return stream_train.StreamTrain(
+            self._strategy,
+            self._train_step(),
+            epoch_steps,
+            self.jit_scope,
+            steps=self.train_steps,
+            worker=context.input_pipeline_id,
+        )
+
     def _build_loops(self) -> None:
         config, strategy, datasets = self._config, self._strategy, self._datasets
-        if self.state.own_step:
-            train_step = functools.partial(replica_own_step, self.state)
-        else:
-            train_step = functools.partial(
-                replica_train_step,
-                self.state,
-                self.global_batch,
-                accumulation_steps=config.accumulation_steps,
-            )
+        train_step = self._train_step()
         self._evals = {
             prefix: (self._eval_loop(split, sums), sums)
             for prefix, (split, sums) in self._evaluated.items()
@@ -126,6 +159,8 @@ class Trainer:
                 scope=self.jit_scope,
                 preprocess=self.task.preprocess,
             )
+        elif self.inputs is not None:
+            self._train = self.inputs
         else:
             epoch, step = self.position()
             train_fn = functools.partial(

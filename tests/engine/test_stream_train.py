@@ -1,0 +1,143 @@
+"""A tf.data split of files: each worker's place in it saved with every checkpoint and
+restored instead of re-read, and each worker given its own files (--stream_shard=file)."""
+
+import os
+import pathlib
+import signal
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import support
+from tests.keras.helpers import FILES, kill_mid_epoch_then_resume
+from tests.test_launch import RUN_BOUND, Launched, mid_training, summary
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.engine import stream
+from tf_mgpu.errors import UserError
+
+TASK = str(FILES / "tfrecord_files.py")
+SHARDS, PER_SHARD = 4, 96  # training files and examples in each
+
+
+def write_records(folder: pathlib.Path) -> pathlib.Path:
+    """Train and test TFRecord shards of a learnable 4-class problem; x[0] of a training
+    example is its file's number, x[1] its number in the file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    teacher = rng.normal(size=(8, 4))
+    for name, shards in (("train", SHARDS), ("test", 1)):
+        for shard in range(shards):
+            with tf.io.TFRecordWriter(str(folder / f"{name}-{shard:02d}.tfrecord")) as out:
+                for i in range(PER_SHARD):
+                    x = rng.normal(size=8).astype(np.float32)
+                    x[:2] = shard, i
+                    feature = {
+                        "x": tf.train.Feature(float_list=tf.train.FloatList(value=x)),
+                        "y": tf.train.Feature(
+                            int64_list=tf.train.Int64List(value=[int(np.argmax(x @ teacher))])
+                        ),
+                    }
+                    example = tf.train.Example(features=tf.train.Features(feature=feature))
+                    out.write(example.SerializeToString())
+    return folder
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    folder = write_records(tmp_path / "records")
+    monkeypatch.setenv("TFRECORD_DIR", str(folder))  # the task file reads it; workers inherit
+    return folder
+
+
+def task_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tfrecord_files", TASK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_file_sharding_gives_each_worker_its_own_files_and_together_every_example(records):
+    train, _ = task_module().load_data()
+    split = stream.scan(train, "t", "train")
+    seen = {}
+    for worker in range(2):
+        context = tf.distribute.InputContext(2, worker, 2)
+        steps = stream.worker_steps(split, 16, 3, 0, context, shard="file")
+        rows = [row for ((x, _y),) in steps.as_numpy_iterator() for row in x[:, :2].tolist()]
+        seen[worker] = {tuple(map(int, row)) for row in rows}
+        assert len(rows) == len(seen[worker])  # once each within the epoch
+    files = [{shard for shard, _ in seen[w]} for w in range(2)]
+    assert files[0].isdisjoint(files[1])
+    assert files[0] | files[1] == set(range(SHARDS))
+    # 384 examples, 24 steps of 16: each worker reads 8 per step, all of its 192.
+    assert len(seen[0] | seen[1]) == SHARDS * PER_SHARD
+
+
+def test_file_sharding_of_arrays_is_one_line():
+    class Arrays:
+        @staticmethod
+        def build_model():
+            return task_module().build_model()
+
+        @staticmethod
+        def load_data():
+            x, y = np.zeros((32, 8), np.float32), np.zeros(32, np.int64)
+            return (x, y), (x, y)
+
+    with pytest.raises(UserError, match="--stream_shard=file gives each worker its own files"):
+        training.run(
+            Config(epochs=1, stream_shard="file"), Arrays(), strategy=support.cpu_strategy(1)
+        )
+
+
+def test_a_stream_killed_mid_epoch_resumes_from_its_saved_iterator(tmp_path, records):
+    args = [f"--task={TASK}", "--strategy=mirrored", "--num_cpu_devices=2", "--batch_size=16"]
+    resumed = kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=SHARDS * PER_SHARD // 32)
+    assert "; the data from its saved iterator" in resumed.stdout, resumed.tail()
+    inputs = list((tmp_path / "run" / "checkpoints").glob("ckpt-*.input-0.index"))
+    assert inputs, "no iterator saved beside the checkpoints"
+
+
+@pytest.mark.cluster
+def test_two_file_sharded_workers_killed_mid_epoch_resume_to_the_same_weights(tmp_path, records):
+    def args(model_dir):
+        return [
+            "--workers=2",
+            "--max_restarts=1",
+            "--",
+            f"--task={TASK}",
+            "--stream_shard=file",
+            "--batch_size=16",
+            "--epochs=6",
+            "--steps_per_loop=4",
+            "--checkpoint_steps=4",
+            "--startup_timeout=120",
+            f"--model_dir={model_dir}",
+        ]
+
+    reference = Launched(args(tmp_path / "ref")[:1] + args(tmp_path / "ref")[2:], tmp_path / "r")
+    reference = reference.wait(RUN_BOUND)
+    assert reference.returncode == 0, reference.tail()
+    assert "each worker reads only its own files" in reference.stdout, reference.tail()
+    model_dir = tmp_path / "model"
+    running = Launched(args(model_dir), tmp_path / "logs")
+    try:
+        support.wait_until(
+            lambda: any(s % 12 for s in support.checkpoint_steps(model_dir)),
+            180,
+            "a checkpoint mid-epoch",
+        )
+        assert mid_training(model_dir)
+        os.killpg(running.starts()[-1]["worker:1"], signal.SIGKILL)
+        done = running.wait(RUN_BOUND)
+    finally:
+        running.wait(0)
+    assert done.returncode == 0, done.tail()
+    assert "; the data from its saved iterator" in done.stdout, done.tail()
+    resumed, uninterrupted = summary(model_dir), summary(tmp_path / "ref")
+    assert resumed["weights_sha256"] == uninterrupted["weights_sha256"], done.tail()
+    assert resumed["test_loss"] == uninterrupted["test_loss"]
