@@ -9,7 +9,7 @@ The default task is the seed tutorial's MNIST MLP; offline, --manual_dir
 names a folder with the four original MNIST .gz files.
 Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) and
 checkpoints go to --model_dir; running the same command again resumes there.
-Exit codes: see tf_mgpu/errors.py and README.md.
+Exit codes: see tf_mgpu/errors.py and docs/failures.md.
 """
 
 # This is the only module that reads flags: it turns them into one
@@ -32,7 +32,7 @@ _TASK = flags.DEFINE_string(
     tasks.DEFAULT,
     f"What to train: a built-in task ({', '.join(tasks.BUILTIN)}), a path to a .py file, "
     f"a module (pkg.module) or pkg.module:attr. A task defines build_model(), returning a "
-    f"compiled Keras model, and load_data(); see README.md, 'Train your own model'.",
+    f"compiled Keras model, and load_data(); see docs/tasks.md.",
 )
 _STRATEGY = flags.DEFINE_enum(
     "strategy",
