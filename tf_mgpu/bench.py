@@ -2,24 +2,27 @@
 
   python -m tf_mgpu.bench --manual_dir=DIR --data_dir=DIR            # everything: long
   python -m tf_mgpu.bench --manual_dir=DIR --only=seed_torch,tf_mgpu --epochs=3 --rounds=2
+  python -m tf_mgpu.bench --manual_dir=DIR --markdown=docs/benchmarks.md   # the page README quotes
 
 Every variant runs in its own fresh process, every round once, in an order
 rotated per round; the tables show medians over rounds, ratios to the seed
 paired within each round, and the targets. The tables also go to --out as
-CSV and JSON. `--variant=NAME` runs one reference loop alone in this process
-(the benchmark starts its reference runs that way).
+CSV and JSON, and with --markdown to a Markdown page. `--variant=NAME` runs
+one reference loop alone in this process (the benchmark starts its reference
+runs that way).
 """
 
 # This is the only module of the benchmark that reads flags.
 
 import pathlib
+import shlex
 import sys
 import tempfile
 
 from absl import app, flags
 
 from tf_mgpu.errors import UserError
-from tf_mgpu.tools.bench import baselines, runner, variants
+from tf_mgpu.tools.bench import baselines, markdown, runner, variants
 
 _MANUAL_DIR = flags.DEFINE_string(
     "manual_dir", None, "Folder holding the four original MNIST .gz files.", required=True
@@ -58,6 +61,12 @@ _TRAIN_SPLIT = flags.DEFINE_string("train_split", "train", "TFDS split every run
 _TEST_SPLIT = flags.DEFINE_string("test_split", "test", "TFDS split every run evaluates on.")
 _TIMEOUT = flags.DEFINE_float(
     "timeout", 3600.0, "Seconds one run may take before it is killed.", lower_bound=1.0
+)
+_MARKDOWN = flags.DEFINE_string(
+    "markdown",
+    None,
+    "Also write the report as a Markdown page here (docs/benchmarks.md is the one the "
+    "README quotes), with the date, the machine and this command.",
 )
 _VARIANT = flags.DEFINE_enum(
     "variant",
@@ -116,7 +125,10 @@ def run_benchmark(settings: variants.Settings) -> bool:
     """Runs the benchmark; True if every run succeeded."""
     plan = variants.select(_ONLY.value, mwms_batches(), settings.task, runner.bf16_support())
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_"))
-    report = runner.run(plan, settings, _ROUNDS.value, out, echo=_echo)
+    command = shlex.join(["python", "-m", "tf_mgpu.bench", *sys.argv[1:]])
+    report = runner.run(plan, settings, _ROUNDS.value, out, echo=_echo, command=command)
+    if _MARKDOWN.value:
+        _echo(f"wrote {markdown.write(report, pathlib.Path(_MARKDOWN.value))}")
     return not report["failures"]
 
 

@@ -2,7 +2,7 @@
 
 `tf_mgpu.main` prints any of them as one line, `tf_mgpu: error: ...` (or
 `tf_mgpu: stopped: ...`), and exits with its code, without a traceback. The
-codes are the same on every path and documented in README.md:
+codes are the same on every path and documented in docs/failures.md:
 
   0   success (or nothing left to train)
   1   a bug in tf_mgpu: an unexpected exception, with its traceback

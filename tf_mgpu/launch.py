@@ -9,7 +9,7 @@ every line it prints starts with its name, `[worker:1] `. Ctrl-C or SIGTERM
 makes every worker save a checkpoint and exit 75 (a second one kills them).
 When a worker fails, the others are stopped; --max_restarts starts them all
 again, and training resumes from the checkpoint in main's --model_dir.
-Exits with the first failing worker's exit code: see tf_mgpu/errors.py and README.md.
+Exits with the first failing worker's exit code: see tf_mgpu/errors.py and docs/failures.md.
 """
 
 # The only module that reads the launcher's flags; tf_mgpu.cluster.launcher takes plain arguments.

@@ -1,13 +1,15 @@
-"""Trains the seed's MNIST model on any tf.distribute strategy.
+"""Trains a Keras model (a task file, or the built-in MNIST MLP) on any tf.distribute strategy.
 
   python -m tf_mgpu.main --strategy=mirrored                  # every local GPU, or the CPU
+  python -m tf_mgpu.main --task=my_task.py --strategy=mirrored  # your build_model/load_data
   python -m tf_mgpu.main --flagfile=flags/cpu_smoke.cfg --manual_dir=DIR   # offline, seconds
   TF_CONFIG=... python -m tf_mgpu.main --strategy=multi_worker_mirrored   # on every worker
 
-Offline, --manual_dir names a folder with the four original MNIST .gz files.
+The default task is the seed tutorial's MNIST MLP; offline, --manual_dir
+names a folder with the four original MNIST .gz files.
 Outputs (summary.json, metrics.jsonl, flags.txt, model.weights.h5) and
 checkpoints go to --model_dir; running the same command again resumes there.
-Exit codes: see tf_mgpu/errors.py and README.md.
+Exit codes: see tf_mgpu/errors.py and docs/failures.md.
 """
 
 # This is the only module that reads flags: it turns them into one
@@ -21,7 +23,7 @@ import sys
 from absl import app, flags
 
 from tf_mgpu import api, cli, compile_cache, tasks, timing
-from tf_mgpu.cluster import slurm, supervisor, tf_config
+from tf_mgpu.cluster import kubernetes, slurm, supervisor, tf_config
 from tf_mgpu.config import DTYPES, INPUTS, SHARDS, STRATEGIES, Config
 from tf_mgpu.engine import stopping
 
@@ -30,7 +32,7 @@ _TASK = flags.DEFINE_string(
     tasks.DEFAULT,
     f"What to train: a built-in task ({', '.join(tasks.BUILTIN)}), a path to a .py file, "
     f"a module (pkg.module) or pkg.module:attr. A task defines build_model(), returning a "
-    f"compiled Keras model, and load_data(); see README.md, 'Train your own model'.",
+    f"compiled Keras model, and load_data(); see docs/tasks.md.",
 )
 _STRATEGY = flags.DEFINE_enum(
     "strategy",
@@ -110,10 +112,12 @@ _NUM_CPU_DEVICES = flags.DEFINE_integer(
 _CLUSTER_RESOLVER = flags.DEFINE_enum(
     "cluster_resolver",
     "tf_config",
-    ("tf_config", "slurm"),
-    "Where the cluster comes from: tf_config reads TF_CONFIG (as Kubernetes operators and "
+    ("tf_config", "slurm", "kubernetes"),
+    "Where the cluster comes from: tf_config reads TF_CONFIG (as a Kubeflow TFJob and "
     "`python -m tf_mgpu.launch` set it; none means one machine); slurm builds it from the "
-    "Slurm job this task runs in (`srun python -m tf_mgpu.main --cluster_resolver=slurm`).",
+    "Slurm job this task runs in (`srun python -m tf_mgpu.main --cluster_resolver=slurm`); "
+    "kubernetes from this pod's index in an Indexed Job (JOB_COMPLETION_INDEX) and the "
+    "TF_MGPU_WORKERS and TF_MGPU_SERVICE its manifest sets (docs/multi-worker.md).",
 )
 _SLURM_PORT_BASE = flags.DEFINE_integer(
     "slurm_port_base",
@@ -304,6 +308,8 @@ def _run(config: Config) -> None:
         # TF_CONFIG (and, on GPU nodes, CUDA_VISIBLE_DEVICES) for this process and the
         # trainer child it starts; neither reads a Slurm variable afterwards.
         os.environ.update(slurm.environment(port_base=_SLURM_PORT_BASE.value))
+    if _CLUSTER_RESOLVER.value == "kubernetes" and not supervisor.is_child():
+        os.environ["TF_CONFIG"] = kubernetes.tf_config()  # pure Python: no TensorFlow yet
     task = tf_config.task_from_env()
     api.check_before_tensorflow(config, task)  # a typo costs under a second
     if task.num_workers > 1 and not supervisor.is_child():

@@ -1,5 +1,6 @@
 """The benchmark's report: the printed tables and the files."""
 
+import dataclasses
 import json
 import re
 
@@ -49,3 +50,45 @@ def test_the_compute_and_start_up_sections_show_their_figures_and_verdicts(tmp_p
     assert "\n--help 0.25 0.25 <= 1 s PASS" in squeezed, squeezed
     tables.write(report, tmp_path)
     assert (tmp_path / "startup.csv").read_text().startswith("probe,command,runs,median_seconds")
+
+
+def test_the_markdown_page_says_when_where_and_how_and_holds_the_printed_tables(tmp_path):
+    from tf_mgpu.tools.bench import markdown
+
+    measurements = [fake("seed_torch", 0, 100.0), fake("tf_mgpu", 0, 400.0, wall_seconds=5.0)]
+    report = {
+        "command": "python -m tf_mgpu.bench --manual_dir=DIR --markdown=docs/benchmarks.md",
+        "environment": {
+            "date": "2026-11-25T10:00:00+00:00",
+            "hostname": "vm",
+            "cpu": "AMD EPYC",
+            "bf16": "none",
+            "cores": 2,
+            "load_average": [0.5, 0.5, 0.5],
+            "python": "3.11.7",
+            "packages": {"tensorflow": "2.21.0"},
+        },
+        "settings": dataclasses.asdict(
+            variants.Settings(manual_dir="DIR", data_dir=None, epochs=2)
+        ),
+        "rounds": 1,
+        "table": figures.table_rows([variants.TABLE[0], variants.TABLE[2]], measurements),
+        "scaling": [],
+        "targets": [figures.evaluate(t, measurements) for t in variants.TARGETS],
+        "failures": [],
+    }
+    report_file = tmp_path / "bench.json"
+    report_file.write_text(json.dumps(report))
+    page = tmp_path / "docs" / "benchmarks.md"
+    assert markdown.main([str(report_file), str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith(markdown.TITLE), text
+    for expected in (
+        "- date: 2026-11-25T10:00:00+00:00",
+        "- machine: AMD EPYC, 2 cores (host vm)",
+        f"- command: `{report['command']}`",
+        "do not edit by hand",
+        "tf_mgpu benchmark  2026-11-25T10:00:00+00:00  host vm",
+        tables.format_report(report),
+    ):
+        assert expected in text, f"{expected!r} missing from:\n{text}"

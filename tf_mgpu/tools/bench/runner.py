@@ -227,16 +227,19 @@ def run(
     rounds: int,
     out: pathlib.Path,
     echo: Callable[[str], None] = print,
+    command: str = "",
 ) -> dict:
     """Runs the plan `rounds` times, interleaved; prints the tables and writes them to `out`.
 
-    Returns the report that `out/bench.json` holds. A failed run is reported
+    Returns the report that `out/bench.json` holds, with `command` (the
+    command line that ran it) for the report's readers. A failed run is reported
     (with its output's tail) and left out of the figures; the rest go on.
     """
     env = environment()
     echo(tables.header(env, settings, rounds, len(plan.variants)))
     found = measure(plan, settings, rounds, out / "runs", echo)
     report = {
+        "command": command,
         "environment": env,
         "settings": dataclasses.asdict(settings),
         "rounds": rounds,
