@@ -201,6 +201,9 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
+    for split in (trainer.datasets.train, trainer.datasets.validation, trainer.datasets.test):
+        if isinstance(split, stream.Stream) and not split.checked_as_read:
+            run.chief_print(report.scanned_line(split), flush=True)
     if config.stream_shard == "file" and run.multi_worker:
         run.chief_print(
             "tf_mgpu input: each worker reads only its own files of the training dataset "

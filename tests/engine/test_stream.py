@@ -15,9 +15,13 @@ from tf_mgpu.errors import UserError
 SIZE = 100  # examples; labels are their indices
 
 
-def numbered(size: int = SIZE) -> stream.Stream:
+def numbered(size: int = SIZE, known: bool = True) -> stream.Stream:
+    """`size` examples; `known`: of known length (checked as read), else scanned."""
     x = np.arange(size, dtype=np.float32)[:, None]
-    return stream.scan(tf.data.Dataset.from_tensor_slices((x, np.arange(size))), "t", "train")
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.arange(size)))
+    if not known:
+        dataset = dataset.filter(lambda x, y: True)  # its length unknown until read
+    return stream.scan(dataset, "t", "train")
 
 
 def labels(dataset: tf.data.Dataset) -> list[list[int]]:
@@ -25,14 +29,17 @@ def labels(dataset: tf.data.Dataset) -> list[list[int]]:
 
 
 def test_a_scan_counts_and_checks_without_keeping_the_data():
-    found = numbered()
+    found = numbered(known=False)
     assert len(found) == SIZE
     assert found.label_range == (0.0, SIZE - 1.0, True)
     assert found.nonfinite == {"x": 0}
     assert found.take(slice(0, 3)).y.tolist() == [0, 1, 2]
     empty = tf.data.Dataset.from_tensor_slices((np.zeros((0, 1)), np.zeros(0)))
-    with pytest.raises(UserError, match="the train dataset is empty"):
-        stream.scan(empty, "t", "train")
+    for dataset in (empty, empty.filter(lambda x, y: True)):
+        with pytest.raises(UserError, match="the train dataset is empty"):
+            stream.scan(dataset, "t", "train")
+    known = numbered()  # nothing read: its length is known, and it is checked as read
+    assert (len(known), known.checked_as_read, known.label_range) == (SIZE, True, None)
 
 
 def pipeline(seed: int, pipelines: int = 1, index: int = 0, replicas: int = 1) -> list[list[int]]:
@@ -114,3 +121,52 @@ def test_training_reads_the_dataset_each_epoch_instead_of_holding_it():
         # The training split exactly: one scan, one read of its first examples (to build
         # the model), then one pass per epoch. Held in memory, it would not grow with epochs.
         assert reads["train"] == 2 + epochs, (epochs, reads)
+
+
+class KnownLength:
+    """A task of 64 training examples of known length, read from a generator; `bad` maps
+    an example's number to what replaces its (x, y)."""
+
+    def __init__(self, bad: dict | None = None):
+        self.bad, self.reads = bad or {}, 0
+
+    @staticmethod
+    def build_model():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        return model
+
+    def load_data(self):
+        def generate():
+            self.reads += 1
+            for i in range(64):
+                x, y = np.full(4, i % 5, np.float32), i % 3
+                yield self.bad.get(i, (x, y))
+
+        spec = (tf.TensorSpec((4,), tf.float32), tf.TensorSpec((), tf.int64))
+        train = tf.data.Dataset.from_generator(generate, output_signature=spec)
+        train = train.apply(tf.data.experimental.assert_cardinality(64))
+        test = tf.data.Dataset.from_tensor_slices((np.zeros((8, 4), np.float32), np.zeros(8)))
+        return train, test
+
+
+def test_a_dataset_of_known_length_is_not_read_before_training():
+    task = KnownLength()
+    result = training.run(Config(epochs=2, batch_size=8), task, strategy=cpu_strategy(1))
+    assert result.summary["test_examples"] == 8
+    assert task.reads == 1 + 2  # its first examples, to build the model, then each epoch
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ((np.array([0, np.nan, 0, 0], np.float32), 1), "example 37 holds NaN or inf in x;"),
+        ((np.zeros(4, np.float32), 7), "example 37 has a label outside the model's 3 classes"),
+    ],
+    ids=["nan", "label"],
+)
+def test_a_bad_example_of_a_dataset_of_known_length_is_one_line_naming_it(bad, says):
+    with pytest.raises(UserError, match="the train dataset's " + says):
+        training.run(
+            Config(epochs=1, batch_size=8), KnownLength({37: bad}), strategy=cpu_strategy(1)
+        )

@@ -86,11 +86,12 @@ STREAMED_DATA = GOOD_DATA.replace(
 BAD_TASKS |= {
     "streamed_label_range": (
         GOOD_MODEL + STREAMED_DATA.replace("y = np.arange(64) % 3", "y = np.arange(64) % 5"),
-        "y_train holds labels from 0 to 4, but the model outputs 3 classes (0..2)",
+        # Of known length, so checked as read: the first bad example is named.
+        "the train dataset's example 3 has a label outside the model's 3 classes (0..2)",
     ),
     "streamed_non_finite": (
         GOOD_MODEL + STREAMED_DATA.replace("    y = np", "    x[3, 1] = np.inf\n    y = np"),
-        "x_train holds 1 non-finite values (NaN or inf)",
+        "the train dataset's example 3 holds NaN or inf in x;",
     ),
     "streamed_test_shape": (
         GOOD_MODEL + STREAMED_DATA.replace("(x[:16], y[:16])", "(x[:16, :3], y[:16])"),

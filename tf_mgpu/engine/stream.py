@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu.engine import data, source
+from tf_mgpu.engine import data, source, stream_checks
 from tf_mgpu.errors import UserError
 
 SHUFFLE_BUFFER = 10_000
@@ -42,6 +42,22 @@ class Stream:
     # (smallest, largest label, whether every label is an integer), or for several
     # outputs one such tuple per label array, in y's dict or tuple
     label_range: object
+    # Not scanned (its length known): each example is checked as read, by `stream_checks`;
+    # nonfinite and label_range are then empty. where/name say whose split it is.
+    checked_as_read: bool = False
+    where: str = ""
+    name: str = ""
+    state: dict = dataclasses.field(default_factory=dict)  # "classes", once known
+
+    def expect_classes(self, classes) -> None:
+        """Sparse labels must lie in [0, classes), checked as read (see `stream_checks`)."""
+        self.state["classes"] = classes
+
+    def examples(self) -> tf.data.Dataset:
+        """The dataset's examples, checked as read if no scan checked them."""
+        if not self.checked_as_read:
+            return self.dataset
+        return stream_checks.checked(self.dataset, self.where, self.name, self.state.get("classes"))
 
     def __len__(self) -> int:
         return self.length
@@ -76,6 +92,16 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
         )
     if len(spec) == 3:
         dataset = _one_weight_each(dataset, where, name)
+    known = int(dataset.cardinality())
+    if known == 0:
+        raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
+    if known > 0:  # its length is known: nothing is read before training
+        return Stream(dataset, known, {}, None, True, where, name)
+    if known == tf.data.INFINITE_CARDINALITY:
+        raise UserError(
+            f"{where}: the {name} dataset repeats forever; return one pass over the "
+            f"examples (no .repeat()): tf_mgpu makes the epochs"
+        )
     length, nonfinite = 0, {}
     ranges = [(np.inf, -np.inf, True)] * len(tf.nest.flatten(spec[1]))
     for x, y, *w in dataset.batch(_SCAN_BATCH).as_numpy_iterator():
@@ -95,7 +121,8 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
         ranges = [_widened(known, array) for known, array in zip(ranges, labels, strict=True)]
     if length == 0:
         raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
-    return Stream(dataset, length, nonfinite, tf.nest.pack_sequence_as(spec[1], ranges))
+    ranges = tf.nest.pack_sequence_as(spec[1], ranges)
+    return Stream(dataset, length, nonfinite, ranges, False, where, name)
 
 
 def _one_weight_each(dataset: tf.data.Dataset, where: str, name: str) -> tf.data.Dataset:
@@ -193,11 +220,11 @@ def worker_steps(
     steps = data.steps_per_epoch(len(split), global_batch)
     buffer = SHUFFLE_BUFFER
     if shard == "file":
-        own = own_files(split.dataset, context)
+        own = own_files(split.examples(), context)
         examples = own.shuffle(buffer, seed=_epoch_seed(seed, epoch)).repeat()
         examples = examples.take(steps * per_replica * here)
     else:
-        shuffled = split.dataset.shuffle(buffer, seed=_epoch_seed(seed, epoch))
+        shuffled = split.examples().shuffle(buffer, seed=_epoch_seed(seed, epoch))
         examples = shuffled.take(steps * global_batch).shard(
             context.num_input_pipelines, context.input_pipeline_id
         )
@@ -254,7 +281,7 @@ def eval_dataset(
     per_replica = context.get_per_replica_batch_size(global_batch)
     pad = data.eval_steps(len(split), global_batch) * global_batch - len(split)
     # (x, y, padding weight), then the sample weight if the dataset has them.
-    real = split.dataset.map(lambda x, y, *w: (x, y, tf.constant(1.0), *w))
+    real = split.examples().map(lambda x, y, *w: (x, y, tf.constant(1.0), *w))
     filler = real.take(1).map(
         lambda x, y, *weights: (
             tf.nest.map_structure(tf.zeros_like, x),

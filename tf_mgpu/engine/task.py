@@ -153,8 +153,8 @@ def check_labels(classes: int | dict | None, datasets: data.Data, where: str) ->
         return
     each = classes.items() if isinstance(classes, dict) else [(None, classes)]
     for name, split in _named_splits(datasets):
-        if isinstance(split, source.Source):  # checked as each example is read
-            split.expect_classes(classes)
+        if isinstance(split, source.Source) or getattr(split, "checked_as_read", False):
+            split.expect_classes(classes)  # checked as each example is read
             continue
         for head, count in each:
             _check_range(_label_range(split, head), count, where, _labels_of(split, name, head))

@@ -11,7 +11,17 @@ import time
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, jit, loop, metrics, schedules, source, stream, stream_train
+from tf_mgpu.engine import (
+    data,
+    jit,
+    loop,
+    metrics,
+    schedules,
+    source,
+    stream,
+    stream_checks,
+    stream_train,
+)
 from tf_mgpu.engine.state import create_state
 from tf_mgpu.engine.steps import (
     replica_eval_step,
@@ -79,6 +89,10 @@ class Trainer:
             return tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])
 
         self._weights_finite = weights_finite
+
+    @property
+    def datasets(self) -> data.Data:
+        return self._datasets
 
     def step(self) -> int:
         """Training steps taken so far, over every epoch."""
@@ -251,7 +265,8 @@ class Trainer:
         for first in range(start, self.train_steps, self.steps_per_loop):
             count = min(self.steps_per_loop, self.train_steps - first)
             started = time.perf_counter()
-            with source.reraise(self._datasets.train):  # a bad example, as its own line
+            # A bad example, as its own line.
+            with source.reraise(self._datasets.train), stream_checks.reraise():
                 bad = self._train.run(epoch, first, count)
             call = time.perf_counter() - started
             seconds += call
@@ -291,7 +306,7 @@ class Trainer:
         for prefix, (evaluation, sums) in self._evals.items():
             sums.reset()
             started = time.perf_counter()
-            with source.reraise(self._evaluated[prefix][0]):
+            with source.reraise(self._evaluated[prefix][0]), stream_checks.reraise():
                 evaluation.run()
             self.eval_seconds += time.perf_counter() - started
             results.update(metrics.prefixed(prefix, sums.result()))

@@ -46,6 +46,15 @@ def start_line(
     )
 
 
+def scanned_line(split) -> str:
+    """For a tf.data split of unknown length, read once before training to count it."""
+    return (
+        f"tf_mgpu data: read the {split.name} dataset once before training to count its "
+        f"{len(split):,} examples (its length is unknown); declare it with dataset.apply("
+        f"tf.data.experimental.assert_cardinality({len(split)})) to start without that pass"
+    )
+
+
 def epoch_line(record: dict, epochs: int) -> str:
     width = len(str(epochs))
     validation = f"  {values(record, 'val', loss_first=True)}" if "val_loss" in record else ""
