@@ -22,9 +22,11 @@ left to the model, its activations and TensorFlow (and, on CPU, the arrays as lo
 a GPU's memory as its logical device configuration limits it, else as `nvidia-smi`
 reports it (resident if neither says); the host's physical memory, or the cgroup's
 limit if lower. `TF_MGPU_RESIDENT_BUDGET` (bytes; K, M, G suffixes) replaces the
-budget (tests force the choice with it). TensorFlow's 2 GB limit on a graph's
-constants does not apply: the resident copies are eager tensors captured by the
-compiled loop (a 2.3 GB uint8 array trains resident and streamed, measured).
+budget (tests force the choice with it). Workers of a cluster agree: if the arrays do
+not fit on one, every worker reads them by index (their compiled loops must match).
+TensorFlow's 2 GB limit on a graph's constants does not apply: the resident copies are
+eager tensors captured by the compiled loop (a 2.3 GB uint8 array runs resident, and
+streamed, on CPU: measured).
 """
 
 import dataclasses
@@ -89,7 +91,18 @@ def _by_size(strategy, datasets: data.Data, where: str) -> Placement:
         sizes = f"({sizes}) x {replicas}" if len(_splits(datasets)) > 1 else f"{sizes} x {replicas}"
     if limit is None:
         return Placement("resident", datasets, f"auto: {sizes}; {of_what}")
-    if needed <= limit:
+    fits = needed <= limit
+    if strategies.name_of(strategy) == "multi_worker_mirrored":
+        # Every worker decides alike (their loops must match): by index if any must.
+        over = strategies.replica_sum(strategy)(0.0 if fits else 1.0)
+        if fits and over > 0:
+            return Placement(
+                "index",
+                _by_index(datasets, where),
+                f"auto: {sizes} fits in {size(limit)}, {of_what}, but not on another "
+                f"worker: read by index from host memory",
+            )
+    if fits:
         return Placement("resident", datasets, f"auto: {sizes} fits in {size(limit)}, {of_what}")
     return Placement(
         "index",
