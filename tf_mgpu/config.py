@@ -3,7 +3,7 @@
 import dataclasses
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
-INPUTS = ("resident", "stream")
+INPUTS = ("auto", "resident", "index", "stream")
 SHARDS = ("example", "file")
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16", "float64")
 
@@ -46,7 +46,9 @@ class Config:
     # XLA: True or False where the strategy allows it, or "auto": per model and machine
     # (see tf_mgpu.engine.jit).
     jit_compile: bool | str = "auto"
-    input: str = "resident"  # or "stream": tf.data pipelines
+    # auto: resident where the arrays fit on the devices, else index (see
+    # tf_mgpu.engine.placement); resident, index (read from host memory) or stream (tf.data).
+    input: str = "auto"
     # How workers split a tf.data training split (SHARDS): "example" (each worker keeps its
     # share of every global batch, as one device trains) or "file" (each reads its own files).
     stream_shard: str = "example"

@@ -159,10 +159,13 @@ _JIT_COMPILE = cli.define_auto_boolean(
 )
 _INPUT = flags.DEFINE_enum(
     "input",
-    "resident",
+    "auto",
     INPUTS,
-    "resident: each split held on every replica's device, each replica gathers its own "
-    "examples; stream: tf.data pipelines per worker, for data that does not fit in memory.",
+    "auto: resident where the arrays fit in half the devices' memory, else index (always "
+    "index for np.memmap arrays); the start line says which and why. resident: each split "
+    "held on every replica's device, each replica gathers its own examples; index: a tf.data "
+    "pipeline per worker gathers its replicas' rows from the arrays in host memory (or the "
+    "memmap's files), in the same order; stream: tf.data pipelines holding the arrays.",
 )
 _STREAM_SHARD = flags.DEFINE_enum(
     "stream_shard",

@@ -123,6 +123,7 @@ def run(
         config = dataclasses.replace(config, input="stream")
     with clock.phase("build"):
         trainer = Trainer(strategy, config, work, datasets)
+        config = dataclasses.replace(config, input=trainer.input)  # --input=auto resolved
         keras_callbacks = callbacks.from_task(
             work,
             trainer,
@@ -198,6 +199,7 @@ def _train(run: _Run) -> Result | None:
             trainer.global_batch,
             trainer.task.name,
             trainer.jit.describe(),
+            trainer.placement.describe(),
         ),
         flush=True,
     )

@@ -228,7 +228,7 @@ def load_data():
 """
 
 
-@pytest.mark.parametrize("kind", ["resident", "stream"])
+@pytest.mark.parametrize("kind", ["resident", "index", "stream"])
 def test_a_model_with_named_inputs_takes_a_dict_x_on_two_replicas(tmp_path, kind):
     path = write_task(tmp_path, TWO_INPUTS)
     config = Config(task=str(path), epochs=2, batch_size=8, input=kind, jit_compile=False)

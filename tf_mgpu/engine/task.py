@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, source, stream
+from tf_mgpu.engine import arrays, data, source, stream
 from tf_mgpu.errors import UserError
 
 
@@ -89,14 +89,10 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
 
 def check_data(datasets: data.Data, where: str) -> None:
     """UserError for data no model can train on: a non-finite value, or a test split
-    whose examples are shaped unlike the training split's."""
-    for name, split in _named_splits(datasets):
-        for key, bad in _nonfinite(split).items():
-            if bad:
-                raise UserError(
-                    f"{where}: {data.in_split(key, name)} holds {bad:,} non-finite values (NaN or "
-                    f"inf); clean or impute them in load_data()"
-                )
+    whose examples are shaped unlike the training split's. Arrays mapped from files
+    (np.memmap) are not scanned: they are read by index and checked as read
+    (`tf_mgpu.engine.placement`)."""
+    check_finite(datasets, where, mapped=False)
     train = _shapes(datasets.train)
     for name, split in _named_splits(datasets)[1:]:
         if _shapes(split) != train:
@@ -106,24 +102,37 @@ def check_data(datasets: data.Data, where: str) -> None:
             )
 
 
+def check_finite(datasets: data.Data, where: str, *, mapped: bool) -> None:
+    """UserError for a non-finite value in the arrays held in memory (`mapped` False), or
+    in those mapped from files (True: read whole, for --input=resident or stream)."""
+    for name, split in _named_splits(datasets):
+        for key, bad in _nonfinite(split, mapped).items():
+            if bad:
+                raise UserError(
+                    f"{where}: {data.in_split(key, name)} holds {bad:,} non-finite values (NaN or "
+                    f"inf); clean or impute them in load_data()"
+                )
+
+
 def _named_splits(datasets: data.Data) -> list:
     named = [("train", datasets.train), ("test", datasets.test)]
     return named + ([("validation", datasets.validation)] if datasets.validation else [])
 
 
-def _nonfinite(split) -> dict:
-    """Input name (or "x"), "y" (or y['price']...) -> how many NaN or inf values it holds.
-    A source read by index checks each example as it is read instead."""
+def _nonfinite(split, mapped: bool = False) -> dict:
+    """Input name (or "x"), "y" (or y['price']...) -> how many NaN or inf values it holds,
+    of the arrays mapped from files or not (`mapped`). A source read by index checks
+    each example as it is read instead."""
     if isinstance(split, source.Source):
         return {}
     if isinstance(split, stream.Stream):
-        return split.nonfinite
-    arrays = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
+        return {} if mapped else split.nonfinite
+    features = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
     weights = [] if split.w is None else [("sample_weight", split.w)]
     return {
         key: int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        for key, array in [*arrays, *data.labelled(split.y), *weights]
-        if np.issubdtype(array.dtype, np.inexact)
+        for key, array in [*features, *data.labelled(split.y), *weights]
+        if np.issubdtype(array.dtype, np.inexact) and arrays.is_mapped(array) == mapped
     }
 
 

@@ -1,8 +1,8 @@
 """The Trainer: a task's training state, its compiled loops, and the epoch's calls.
 
 The per-replica step maths live in `tf_mgpu.engine.steps`; this module builds
-the state, feeds the loops (`tf_mgpu.engine.loop`) as `config.input` says,
-and runs an epoch's calls, evaluations and reads.
+the state, feeds the loops (`tf_mgpu.engine.loop`) as `config.input` says (resolved
+by `tf_mgpu.engine.placement`), and runs an epoch's calls, evaluations and reads.
 """
 
 import functools
@@ -16,6 +16,7 @@ from tf_mgpu.engine import (
     jit,
     loop,
     metrics,
+    placement,
     schedules,
     source,
     stream,
@@ -44,6 +45,10 @@ class Trainer:
         self, strategy: tf.distribute.Strategy, config: Config, task: Task, datasets: data.Data
     ):
         replicas = strategy.num_replicas_in_sync
+        # Resident where the arrays fit, else read by index (a tf.data split streams).
+        self.placement = placement.place(config.input, strategy, datasets, task.where)
+        datasets = self.placement.datasets
+        self.input = self.placement.input
         self._strategy, self._config, self._datasets = strategy, config, datasets
         self.task = task
         self.per_replica = config.batch_size * config.accumulation_steps
@@ -60,8 +65,6 @@ class Trainer:
                 f"--accumulation_steps"
             )
         check_labels(self.state.objective.sparse_classes, datasets, task.where)
-        # A tf.data split streams, whatever --input says.
-        self.input = "stream" if stream.streams(datasets) else config.input
         self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input)
         self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(

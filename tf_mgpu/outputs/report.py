@@ -30,7 +30,10 @@ def start_line(
     global_batch: int,
     model: str = "mnist_mlp",
     xla: str = "",
+    inputs: str = "",
 ) -> str:
+    """The run's first line; `inputs` says how the data is served and why (default:
+    config.input)."""
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategies.devices_of(strategy))
     accumulation = (
@@ -41,7 +44,8 @@ def start_line(
     return (
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
-        f"global_batch={global_batch} input={config.input} steps_per_loop={config.steps_per_loop} "
+        f"global_batch={global_batch} input={inputs or config.input} "
+        f"steps_per_loop={config.steps_per_loop} "
         f"model={model}" + (f" {xla}" if xla else "")
     )
 

@@ -67,8 +67,8 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
         randomness_off=turned_off,
         unsynchronized=replicas_lib.unsynchronized_batch_norm(model),
         retrace_differs=equivalence.retrace_differs(one, datasets.train),
-        xla_one=jit.choose(config.jit_compile, one_strategy, model, config.input),
-        xla_many=jit.choose(config.jit_compile, many_strategy, model, config.input),
+        xla_one=jit.choose(config.jit_compile, one_strategy, model, one.trainer.input),
+        xla_many=jit.choose(config.jit_compile, many_strategy, model, many.trainer.input),
         memory=memory_per_replica(many, one.outputs),
         own_step=", ".join(m for m in overridden(model) if not m.endswith(".test_step")) or None,
     )
