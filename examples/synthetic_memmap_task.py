@@ -9,7 +9,7 @@ returns, for each split, an object read by index (`__len__`, `__getitem__(i)` ->
 (image, label)), so the images never need to fit in memory. SYNTHETIC_DIR names a
 folder written by `tf_mgpu.tools.synthetic` (images.npy, labels.npy, meta.json).
 If SYNTHETIC_READ_LOG names a folder, each process counts the bytes its readers
-returned, per split, into <folder>/reads.<pid>.json (rewritten every 256 reads).
+returned, per split, into <folder>/reads.<pid>.json (rewritten every 16 reads).
 """
 
 import json
@@ -41,7 +41,7 @@ class ReadCounter:
             count = self.counts.setdefault(split, [0, 0])
             count[0] += nbytes
             count[1] += 1
-            if count[1] % 256 == 1:
+            if count[1] % 16 == 1:
                 partial = f"{self.path}.tmp"
                 with open(partial, "w") as f:
                     json.dump(
