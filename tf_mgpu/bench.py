@@ -148,11 +148,10 @@ def run_benchmark(settings: variants.Settings) -> bool:
 def run_input() -> bool:
     """Measures the input at scale; True if every run succeeded."""
     unknown = sorted(set(_INPUT_FORMATS.value) - set(input_measure.FORMATS))
-    if unknown or _INPUT_BATCH.value % 2:
-        raise UserError(
-            f"--input_formats takes {', '.join(input_measure.FORMATS)} (not {unknown}) and "
-            f"--input_batch an even number (2 workers take half each)"
-        )
+    if unknown:
+        raise UserError(f"--input_formats: {', '.join(unknown)}; take {input_measure.FORMATS}")
+    if _INPUT_BATCH.value % 2:
+        raise UserError(f"--input_batch={_INPUT_BATCH.value}: give an even number (2 workers)")
     out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_input_"))
     settings = input_measure.Settings(
         data=pathlib.Path(_INPUT.value).resolve(),
@@ -163,6 +162,10 @@ def run_input() -> bool:
         timeout=_TIMEOUT.value,
         jobs=_INPUT_JOBS.value,
     )
+    try:
+        input_measure.check(settings)
+    except input_measure.RunError as e:
+        raise UserError(str(e)) from None
     env = runner.environment()
     _echo(f"tf_mgpu input benchmark: {settings.data}, logs in {settings.out}")
     results, failures = input_measure.measure(settings, _echo)

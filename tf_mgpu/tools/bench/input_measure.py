@@ -72,6 +72,13 @@ def cadence(train: int, batch: int, folder: pathlib.Path) -> tuple[int, int]:
     return steps, steps // 10
 
 
+def check(settings: Settings) -> None:
+    """RunError unless full/ and subset/ hold datasets of at least 10 steps each."""
+    for size in SIZES:
+        folder = settings.data / size
+        cadence(meta(folder)["train"], settings.batch, folder)
+
+
 def environment(folder: pathlib.Path, reads: pathlib.Path | None, tf_config=None) -> dict:
     """The tasks' environment: their data, and where the memmap task logs what it reads
     (None: nowhere, so the input alone is timed without its logging)."""

@@ -121,6 +121,34 @@ def _shown(value, figure: str) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
 
 
+def extrapolated(full: dict, found: list[dict], size: float = 1e12, workers: int = 64) -> list:
+    """The cost model's inputs, and what they give for `size` bytes on `workers` workers if
+    each worker keeps its measured rates and reads the share measured at 2 workers."""
+    figure = {row["figure"].split(" (")[0]: row for row in found}
+    alone = figure["input alone, 1 worker"]["full"]
+    training = figure["training, 1 worker"]["full"]
+    share = figure["bytes read per epoch per worker, 2 workers"]["ratio"]
+    if not full or None in (alone, training, share):
+        return ["(no extrapolation: a figure it needs is missing)"]
+    per_example = full["dataset_bytes"] / full["train_examples"]
+    examples = size / per_example
+    rate = min(alone, training)
+    # At 2 workers each read `share` of 1 worker's bytes: within the target, each reads its
+    # 1/N at N workers; beyond it, each is taken to read everything (as a stream sharded by
+    # example does).
+    sharded = share <= TARGETS["bytes_two_over_one"]
+    read = size / workers if sharded else size
+    return [
+        f"Per worker: input alone {alone * per_example / 2**20:,.0f} MiB/s, training "
+        f"{training * per_example / 2**20:,.0f} MiB/s ({per_example:,.0f} bytes per example). "
+        f"Extrapolated to {size / 1e12:g} TB on {workers} workers, if each keeps these rates "
+        f"and reads {'its 1/N' if sharded else 'everything'} as at 2 workers: "
+        f"{read / 2**30:,.1f} GiB read per worker "
+        f"per epoch, an epoch in {examples / (workers * rate) / 60:,.0f} min (all-reduce "
+        f"and storage bandwidth not counted)."
+    ]
+
+
 def markdown(report: dict) -> str:
     env, settings = report["environment"], report["settings"]
     lines = [
@@ -138,7 +166,7 @@ def markdown(report: dict) -> str:
         subset = _pick(report["results"], f"chain {fmt} subset")
         sizes = [
             f"{name}: {r['train_examples']:,} training examples, "
-            f"{r['dataset_bytes'] / 2**30:.2f} GiB, {r['steps_per_epoch']:,} steps per epoch"
+            f"{_shown(r['dataset_bytes'], 'bytes')}, {r['steps_per_epoch']:,} steps per epoch"
             for name, r in (("full", full), ("subset", subset))
             if r
         ]
@@ -157,7 +185,7 @@ def markdown(report: dict) -> str:
                 f"{_shown(row['subset'], row['figure'])} | {ratio} | {row['target']} | "
                 f"{row['result']} |"
             )
-        lines.append("")
+        lines += ["", *extrapolated(full, report["formats"][fmt]), ""]
     lines += [HOW, ""]
     for failure in report["failures"]:
         lines += [f"FAILED: {failure['unit']}", "```", failure["log"][-3000:], "```", ""]
