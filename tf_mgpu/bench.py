@@ -3,13 +3,15 @@
   python -m tf_mgpu.bench --manual_dir=DIR --data_dir=DIR            # everything: long
   python -m tf_mgpu.bench --manual_dir=DIR --only=seed_torch,tf_mgpu --epochs=3 --rounds=2
   python -m tf_mgpu.bench --manual_dir=DIR --markdown=docs/benchmarks.md   # the page README quotes
+  python -m tf_mgpu.bench --input=DIR   # the input at scale, on tf_mgpu.tools.synthetic's DIR
 
 Every variant runs in its own fresh process, every round once, in an order
 rotated per round; the tables show medians over rounds, ratios to the seed
 paired within each round, and the targets. The tables also go to --out as
 CSV and JSON, and with --markdown to a Markdown page. `--variant=NAME` runs
 one reference loop alone in this process (the benchmark starts its reference
-runs that way).
+runs that way). `--input=DIR` measures the input instead (issue 23): see
+`tf_mgpu.tools.bench.input_measure`.
 """
 
 # This is the only module of the benchmark that reads flags.
@@ -22,10 +24,17 @@ import tempfile
 from absl import app, flags
 
 from tf_mgpu.errors import UserError
-from tf_mgpu.tools.bench import baselines, markdown, runner, variants
+from tf_mgpu.tools.bench import (
+    baselines,
+    input_measure,
+    input_report,
+    markdown,
+    runner,
+    variants,
+)
 
 _MANUAL_DIR = flags.DEFINE_string(
-    "manual_dir", None, "Folder holding the four original MNIST .gz files.", required=True
+    "manual_dir", None, "Folder holding the four original MNIST .gz files (not with --input)."
 )
 _DATA_DIR = flags.DEFINE_string(
     "data_dir", None, "TFDS data dir with MNIST (prepared from --manual_dir if needed)."
@@ -67,6 +76,29 @@ _MARKDOWN = flags.DEFINE_string(
     None,
     "Also write the report as a Markdown page here (docs/benchmarks.md is the one the "
     "README quotes), with the date, the machine and this command.",
+)
+_INPUT = flags.DEFINE_string(
+    "input",
+    None,
+    "Measure the input at scale instead: a folder written by `python -m "
+    "tf_mgpu.tools.synthetic --out=DIR`, whose full/ is compared with its subset/ (time to "
+    "the first step, resume latency at 10% and 90% of an epoch, input alone vs training "
+    "examples/s, bytes read per worker at 1 and 2 workers); --out gets input.md and input.json.",
+)
+_INPUT_BATCH = flags.DEFINE_integer(
+    "input_batch", 64, "With --input: the global batch (2 workers take half each).", lower_bound=2
+)
+_INPUT_FORMATS = flags.DEFINE_list(
+    "input_formats", list(input_measure.FORMATS), "With --input: the formats to measure."
+)
+_INPUT_SECONDS = flags.DEFINE_float(
+    "input_seconds", 20.0, "With --input: seconds the input alone is timed.", lower_bound=0.1
+)
+_INPUT_JOBS = flags.DEFINE_integer(
+    "input_jobs",
+    1,
+    "With --input: runs at once. 1 for figures; more only checks the harness faster.",
+    lower_bound=1,
 )
 _VARIANT = flags.DEFINE_enum(
     "variant",
@@ -132,6 +164,45 @@ def run_benchmark(settings: variants.Settings) -> bool:
     return not report["failures"]
 
 
+def run_input() -> bool:
+    """Measures the input at scale; True if every run succeeded."""
+    unknown = sorted(set(_INPUT_FORMATS.value) - set(input_measure.FORMATS))
+    if unknown:
+        raise UserError(f"--input_formats: {', '.join(unknown)}; take {input_measure.FORMATS}")
+    if _INPUT_BATCH.value % 2:
+        raise UserError(f"--input_batch={_INPUT_BATCH.value}: give an even number (2 workers)")
+    out = pathlib.Path(_OUT.value or tempfile.mkdtemp(prefix="tf_mgpu_bench_input_"))
+    settings = input_measure.Settings(
+        data=pathlib.Path(_INPUT.value).resolve(),
+        out=out / "runs",
+        batch=_INPUT_BATCH.value,
+        formats=tuple(_INPUT_FORMATS.value),
+        probe_seconds=_INPUT_SECONDS.value,
+        timeout=_TIMEOUT.value,
+        jobs=_INPUT_JOBS.value,
+    )
+    try:
+        input_measure.check(settings)
+    except input_measure.RunError as e:
+        raise UserError(str(e)) from None
+    env = runner.environment()
+    _echo(f"tf_mgpu input benchmark: {settings.data}, logs in {settings.out}")
+    results, failures = input_measure.measure(settings, _echo)
+    report = input_report.build(settings, env, results, failures)
+    _echo(input_report.markdown(report))
+    _echo(f"wrote {', '.join(str(path) for path in input_report.write(report, out))}")
+    if _MARKDOWN.value:  # the page docs/data.md quotes, as bench wrote it
+        page = pathlib.Path(_MARKDOWN.value)
+        command = shlex.join(["python", "-m", "tf_mgpu.bench", *sys.argv[1:]])
+        page.write_text(
+            f"<!-- Written by `{command}`; never edited by hand. -->\n\n"
+            + input_report.markdown(report)
+            + "\n"
+        )
+        _echo(f"wrote {page}")
+    return not failures
+
+
 def _echo(text: str) -> None:
     print(text, flush=True)
 
@@ -139,9 +210,14 @@ def _echo(text: str) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if _INPUT.value is None and _MANUAL_DIR.value is None:
+        raise app.UsageError("--manual_dir is required (except with --input)")
     settings = settings_from_flags()
     try:
-        if _VARIANT.value is not None:
+        if _INPUT.value is not None:
+            if not run_input():
+                sys.exit(1)
+        elif _VARIANT.value is not None:
             run_reference(settings)
         elif not run_benchmark(settings):
             sys.exit(1)
