@@ -8,8 +8,9 @@ An ordinary Keras file: build_model() returns a compiled model, and load_data()
 returns a tf.data dataset of (image, label) per split, read from the shard files
 as tf.data's file-based sharding expects: the sorted list of files
 (`Dataset.list_files(..., shuffle=False)`), each read by a TFRecordDataset,
-interleaved. SYNTHETIC_DIR names a folder written by `tf_mgpu.tools.synthetic`
-(train-*.tfrecord, test-*.tfrecord, meta.json).
+interleaved, its length declared from meta.json. SYNTHETIC_DIR names a
+folder written by `tf_mgpu.tools.synthetic` (train-*.tfrecord, test-*.tfrecord,
+meta.json).
 """
 
 import json
@@ -26,7 +27,7 @@ def _meta() -> dict:
         return json.load(f)
 
 
-def _examples(split: str, shape) -> tf.data.Dataset:
+def _examples(split: str, shape, count: int) -> tf.data.Dataset:
     files = tf.data.Dataset.list_files(os.path.join(DIR, f"{split}-*.tfrecord"), shuffle=False)
     records = files.interleave(
         tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE
@@ -41,7 +42,9 @@ def _examples(split: str, shape) -> tf.data.Dataset:
         image = tf.reshape(tf.io.decode_raw(example["image"], tf.uint8), shape)
         return image, example["label"]
 
-    return records.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    examples = records.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    # The count the writer recorded: tf_mgpu then reads nothing before training.
+    return examples.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def build_model():
@@ -66,5 +69,6 @@ def build_model():
 
 
 def load_data():
-    shape = _meta()["shape"]
-    return _examples("train", shape), _examples("test", shape)
+    meta = _meta()
+    shape = meta["shape"]
+    return _examples("train", shape, meta["train"]), _examples("test", shape, meta["test"])

@@ -53,11 +53,14 @@ class Stream:
         """Sparse labels must lie in [0, classes), checked as read (see `stream_checks`)."""
         self.state["classes"] = classes
 
-    def examples(self) -> tf.data.Dataset:
-        """The dataset's examples, checked as read if no scan checked them."""
+    def examples(self, dataset: tf.data.Dataset | None = None, whose: str = "") -> tf.data.Dataset:
+        """The dataset's examples (or `dataset`'s: a part of it, `whose`, as
+        " (worker 1's files)"), checked as read if no scan checked them."""
+        dataset = self.dataset if dataset is None else dataset
         if not self.checked_as_read:
-            return self.dataset
-        return stream_checks.checked(self.dataset, self.where, self.name, self.state.get("classes"))
+            return dataset
+        name = f"{self.name} dataset{whose}"
+        return stream_checks.checked(dataset, self.where, name, self.state.get("classes"))
 
     def __len__(self) -> int:
         return self.length
@@ -220,7 +223,9 @@ def worker_steps(
     steps = data.steps_per_epoch(len(split), global_batch)
     buffer = SHUFFLE_BUFFER
     if shard == "file":
-        own = own_files(split.examples(), context)
+        # Numbered within this worker's files: the file reader must come first to be sharded.
+        whose = f" (worker {context.input_pipeline_id}'s files)"
+        own = split.examples(own_files(split.dataset, context), whose)
         examples = own.shuffle(buffer, seed=_epoch_seed(seed, epoch)).repeat()
         examples = examples.take(steps * per_replica * here)
     else:

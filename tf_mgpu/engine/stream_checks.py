@@ -26,7 +26,7 @@ def checked(dataset: tf.data.Dataset, where: str, name: str, classes) -> tf.data
     """`dataset` with each example checked as read: finite values, sample weights >= 0,
     and (`classes`, from a sparse categorical loss) labels in [0, classes); for several
     outputs `classes` maps each `heads.Head` to its classes."""
-    said = f"{where}: the {name} dataset's example"
+    said = f"{where}: the {name}'s example"
 
     def check(index, example):
         x, y, *w = example
@@ -80,9 +80,18 @@ def _in_range(label: tf.Tensor, count: int) -> tf.Tensor:
 @contextlib.contextmanager
 def reraise():
     """Around a compiled call that reads checked datasets: a failed check comes out as
-    its one line (UserError), not as TensorFlow's InvalidArgumentError."""
+    its one line (UserError), not as TensorFlow's InvalidArgumentError; so does a
+    dataset --stream_shard=file cannot shard by file."""
     try:
         yield
+    except tf.errors.NotFoundError as e:
+        if "unshardable source dataset" not in e.message:
+            raise
+        raise UserError(
+            "--stream_shard=file: tf.data found no file reader to shard in the training "
+            "dataset (it reads no files, or joins another dataset before them); build it from "
+            "Dataset.list_files(..., shuffle=False) read by TFRecordDataset, or drop the flag"
+        ) from None
     except tf.errors.InvalidArgumentError as e:
         found = _FOUND.search(e.message)
         if not found:

@@ -5,8 +5,8 @@
 
 Loads the task's data as `tf_mgpu.main` does (for a tf.data split that includes
 its scan), builds the pipeline a single worker trains from
-(`tf_mgpu.engine.stream.train_dataset` with a one-pipeline, one-replica
-`tf.distribute.InputContext`: a source read by index, or a stream), takes a few
+(a source read by index: `tf_mgpu.engine.stream.train_dataset`; a stream:
+`stream.worker_steps`; with a one-pipeline, one-replica `tf.distribute.InputContext`), takes a few
 batches to warm it up, then takes batches for --seconds (or to the end of two
 epochs) and prints one JSON line: load_seconds, examples, seconds, examples_per_second.
 `bench --input` runs it (`tf_mgpu.tools.bench.input_measure`).
@@ -32,9 +32,16 @@ def measure(task: str, batch: int, seconds: float, seed: int = 0) -> dict:
     datasets = work.load_data(Config(task=task, batch_size=batch, seed=seed))
     loaded = time.perf_counter() - began
     context = tf.distribute.InputContext(1, 0, 1)
-    dataset = stream.train_dataset(
-        datasets.train, batch, seed, 2, context, preprocess=work.preprocess
-    )
+    if isinstance(datasets.train, stream.Stream):  # one element per step: (one replica's,)
+        epochs = [
+            stream.worker_steps(datasets.train, batch, seed, e, context, "example", work.preprocess)
+            for e in range(2)
+        ]
+        dataset = epochs[0].concatenate(epochs[1]).map(lambda part: part)
+    else:
+        dataset = stream.train_dataset(
+            datasets.train, batch, seed, 2, context, preprocess=work.preprocess
+        )
     batches = iter(dataset)
     for _ in range(WARM_UP):
         next(batches)

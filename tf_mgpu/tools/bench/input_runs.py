@@ -159,11 +159,20 @@ def _read_bar(master: int, path: pathlib.Path, seen: Seen, started: float) -> No
 
 
 def _checkpoints(model_dir: pathlib.Path) -> set[int]:
+    """Steps of the complete checkpoints: TensorFlow creates the index while it merges
+    the save's parts (an empty file, then `ckpt-N_temp/` is removed), so a run killed
+    when the index merely appears would leave a checkpoint no one can read."""
+    folder = model_dir / "checkpoints"
     try:
-        names = os.listdir(model_dir / "checkpoints")
-    except OSError:
+        names = set(os.listdir(folder))
+        steps = {int(m.group(1)) for m in map(CHECKPOINT.match, names) if m}
+        return {
+            s
+            for s in steps
+            if f"ckpt-{s}_temp" not in names and (folder / f"ckpt-{s}.index").stat().st_size
+        }
+    except OSError:  # the folder, or a save's files, changing as we look
         return set()
-    return {int(m.group(1)) for m in map(CHECKPOINT.match, names) if m}
 
 
 def drop_after(model_dir: pathlib.Path, step: int) -> None:
