@@ -33,6 +33,7 @@ COMMANDS = (
     "tf_mgpu.kubernetes",
     "tf_mgpu.tools.mutate",
     "tf_mgpu.tools.bench.markdown",
+    "tf_mgpu.tools.synthetic",
 )
 ABSL_FLAGS = {"flagfile", "help", "helpfull", "helpshort", "undefok"}
 
@@ -43,7 +44,7 @@ module, argvs = sys.argv[1], json.loads(sys.stdin.read())
 mod = importlib.import_module(module)
 result = {"flags": [], "errors": []}
 if module in ("tf_mgpu.slurm", "tf_mgpu.kubernetes", "tf_mgpu.tools.bench.markdown",
-              "tf_mgpu.tools.mutate"):
+              "tf_mgpu.tools.mutate", "tf_mgpu.tools.synthetic"):
     # argparse: the parser is built inside main(); read its flags from --help, and parse
     # each command with the parser main() builds (it exits 2 on a bad flag).
     main = importlib.import_module("tf_mgpu.tools.mutate.runner").main if module.endswith(
