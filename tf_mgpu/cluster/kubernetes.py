@@ -84,7 +84,8 @@ def spec(environ: Mapping[str, str] = os.environ) -> dict:
 
 def tf_config(environ: Mapping[str, str] = os.environ) -> str:
     """This pod's TF_CONFIG (JSON); see `spec`."""
-    return json.dumps(spec(environ))
+    tf_config = spec(environ)
+    return json.dumps(tf_config)
 
 
 def _count(

@@ -20,13 +20,14 @@ shard. Everything follows from --seed.
 """
 
 import itertools
-import json
 import os
 import pathlib
 import sys
 import time
 
 import numpy as np
+
+from tf_mgpu import strict_json
 
 META = "meta.json"
 SHARD_BYTES = 64 << 20  # about this much image data per TFRecord shard
@@ -105,7 +106,7 @@ def write(
         "shards": names,
         "seconds": round(time.monotonic() - started, 1),
     }
-    (folder / META).write_text(json.dumps(meta, indent=1) + "\n")
+    (folder / META).write_text(strict_json.dumps(meta, indent=1) + "\n")
     return meta
 
 

@@ -13,9 +13,10 @@ epochs) and prints one JSON line: load_seconds, examples, seconds, examples_per_
 """
 
 import argparse
-import json
 import sys
 import time
+
+from tf_mgpu import strict_json
 
 WARM_UP = 5  # batches taken before the clock starts
 
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.task, args.batch, args.seconds)), flush=True)
+    print(strict_json.dumps(measure(args.task, args.batch, args.seconds)), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The report of `bench --input`: per format, full dataset beside its 1% subset, the
 ratios against issue 23's targets, as markdown (for docs/benchmarks.md) and JSON."""
 
-import json
 import pathlib
 
+from tf_mgpu import strict_json
 from tf_mgpu.tools.bench import input_measure
 
 TARGETS = {
@@ -213,5 +213,5 @@ def write(report: dict, out: pathlib.Path) -> list[pathlib.Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "input.md", out / "input.json"]
     paths[0].write_text(markdown(report))
-    paths[1].write_text(json.dumps(report, indent=1, default=str) + "\n")
+    paths[1].write_text(strict_json.dumps(report, indent=1, default=str) + "\n")
     return paths
