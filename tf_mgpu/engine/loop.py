@@ -12,7 +12,7 @@ Two inputs, one per-replica step:
 Both visit the same examples at each step (step k of an epoch trains on
 `epoch_order[k * B:(k + 1) * B]`), so both train like one device at global
 batch B. One call of a loop runs up to `steps_per_loop` steps, a graph while
-loop around `strategy.run` (`_repeat`), so the per-call cost (Python, function dispatch,
+loop around `strategy.run` (`repeat_steps`), so the per-call cost (Python, function dispatch,
 reading back) is paid once per call, not per step.
 
 XLA (`jit_scope`): where one process has one replica, the whole call (every
@@ -76,7 +76,7 @@ def _replica_rows(step: tf.Tensor, global_batch: int, per_replica: int) -> tf.Te
     return start + tf.range(per_replica, dtype=tf.int64)
 
 
-def _repeat(count: tf.Tensor, body, initial: tf.Tensor) -> tf.Tensor:
+def repeat_steps(count: tf.Tensor, body, initial: tf.Tensor) -> tf.Tensor:
     """`state = body(k, state)` for k = 0 .. count - 1, as one graph loop; returns the state.
 
     Written as a `tf.while_loop` so the loops' `tf.function`s run without AutoGraph,
@@ -92,11 +92,11 @@ def _repeat(count: tf.Tensor, body, initial: tf.Tensor) -> tf.Tensor:
     return state
 
 
-def _compiled(replica_fn, scope: str):
+def compiled(replica_fn, scope: str):
     return tf.function(replica_fn, jit_compile=True) if scope == "replica" else replica_fn
 
 
-def _first_bad(strategy, finite, step: tf.Tensor, bad: tf.Tensor) -> tf.Tensor:
+def first_bad(strategy, finite, step: tf.Tensor, bad: tf.Tensor) -> tf.Tensor:
     """`bad`, or `step` if this is the first step whose loss was not finite on a local replica.
 
     Local replicas suffice: a non-finite gradient reaches every worker
@@ -138,15 +138,15 @@ class ResidentTrain:
             x_rows = preprocess(data.gather(x, rows))
             return replica_step(x_rows, *[data.gather(a, rows) for a in labels])
 
-        run_replica = _compiled(replica_fn, scope)
+        run_replica = compiled(replica_fn, scope)
 
         @tf.function(jit_compile=scope == "loop", autograph=False)
         def steps(order, first, count):
             def step(k, bad):
                 finite = strategy.run(run_replica, args=(x, labels, order, first + k))
-                return _first_bad(strategy, finite, first + k, bad)
+                return first_bad(strategy, finite, first + k, bad)
 
-            return _repeat(count, step, tf.constant(-1, tf.int64))
+            return repeat_steps(count, step, tf.constant(-1, tf.int64))
 
         self._steps = steps
 
@@ -168,15 +168,15 @@ class StreamTrain:
 
     def __init__(self, strategy: tf.distribute.Strategy, replica_step, dataset_fn, scope: str):
         self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-        run_replica = _compiled(replica_step, scope)
+        run_replica = compiled(replica_step, scope)
 
         @tf.function(autograph=False)
         def steps(iterator, first, count):
             def step(k, bad):
                 finite = strategy.run(run_replica, args=next(iterator))
-                return _first_bad(strategy, finite, first + k, bad)
+                return first_bad(strategy, finite, first + k, bad)
 
-            return _repeat(count, step, tf.constant(-1, tf.int64))
+            return repeat_steps(count, step, tf.constant(-1, tf.int64))
 
         self._steps = steps
 
@@ -213,7 +213,7 @@ class ResidentEval:
             rows = _replica_rows(step, global_batch, per_replica)
             replica_step(preprocess(data.gather(x, rows)), *[data.gather(a, rows) for a in labels])
 
-        run_replica = _compiled(replica_fn, scope)
+        run_replica = compiled(replica_fn, scope)
 
         @tf.function(jit_compile=scope == "loop", autograph=False)
         def steps(count):
@@ -221,7 +221,7 @@ class ResidentEval:
                 strategy.run(run_replica, args=(*arrays, k))
                 return done + 1
 
-            _repeat(count, step, tf.constant(0, tf.int64))
+            repeat_steps(count, step, tf.constant(0, tf.int64))
 
         self._steps = steps
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 from tf_mgpu.engine import loop, strategies
 
 
-class StreamTrain:
+class LocalIteratorTrain:
     """Training steps fed by a local iterator over `epoch_steps(epoch)`, a new one each epoch.
 
     `epoch_steps(epoch)` is this worker's `stream.worker_steps` for that epoch;
@@ -34,7 +34,7 @@ class StreamTrain:
         self._pending = None  # a checkpoint's prefix, for the iterator of the step it holds
         self.saveable = True  # until an iterator refuses to be saved
         local = strategies.devices_of(strategy)
-        run_replica = loop._compiled(replica_step, scope)
+        run_replica = loop.compiled(replica_step, scope)
 
         def on_replicas(parts):
             def value(context):
@@ -48,9 +48,9 @@ class StreamTrain:
         def steps(iterator, first, count):
             def step(k, bad):
                 finite = strategy.run(run_replica, args=on_replicas(iterator.get_next()))
-                return loop._first_bad(strategy, finite, first + k, bad)
+                return loop.first_bad(strategy, finite, first + k, bad)
 
-            return loop._repeat(count, step, tf.constant(-1, tf.int64))
+            return loop.repeat_steps(count, step, tf.constant(-1, tf.int64))
 
         self._steps = steps
 

@@ -130,7 +130,7 @@ class Trainer:
             accumulation_steps=self._config.accumulation_steps,
         )
 
-    def _stream_train(self) -> stream_train.StreamTrain | None:
+    def _stream_train(self) -> stream_train.LocalIteratorTrain | None:
         """The training loop of a tf.data split, whose place in the data is checkpointed;
         None for arrays and sources read by index (their place is arithmetic)."""
         split, config = self._datasets.train, self._config
@@ -149,7 +149,7 @@ class Trainer:
                 preprocess=self.task.preprocess,
             )
 
-        return stream_train.StreamTrain(
+        return stream_train.LocalIteratorTrain(
             self._strategy,
             self._train_step(),
             epoch_steps,
