@@ -203,16 +203,8 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
-    for split in (trainer.datasets.train, trainer.datasets.validation, trainer.datasets.test):
-        if isinstance(split, stream.Stream) and not split.checked_as_read:
-            run.chief_print(report.scanned_line(split), flush=True)
-    if config.stream_shard == "file" and run.multi_worker:
-        run.chief_print(
-            "tf_mgpu input: each worker reads only its own files of the training dataset "
-            "(--stream_shard=file): the cluster reads the data once per epoch, and the "
-            "example order differs from one device's",
-            flush=True,
-        )
+    for line in report.input_lines(trainer.datasets, config.stream_shard, run.multi_worker):
+        run.chief_print(line, flush=True)
     own = overridden(trainer.state.model)
     if own:
         run.chief_print(

@@ -9,7 +9,7 @@ import tensorflow as tf
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import stream
+from tf_mgpu.engine import stream, stream_shard
 from tf_mgpu.errors import UserError
 
 SIZE = 100  # examples; labels are their indices
@@ -46,7 +46,7 @@ def pipeline(seed: int, pipelines: int = 1, index: int = 0, replicas: int = 1) -
     """Labels of each step of 3 epochs at a global batch of 10 for one of `pipelines`,
     its `replicas` replicas' parts in order."""
     context = tf.distribute.InputContext(pipelines, index, replicas)
-    epochs = [stream.worker_steps(numbered(), 10, seed, e, context) for e in range(3)]
+    epochs = [stream_shard.worker_steps(numbered(), 10, seed, e, context) for e in range(3)]
     return [
         [y for part in step for y in part[1].tolist()]
         for epoch in epochs

@@ -14,7 +14,7 @@ from tests.keras.helpers import FILES, kill_mid_epoch_then_resume
 from tests.test_launch import RUN_BOUND, Launched, mid_training, summary
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import stream
+from tf_mgpu.engine import stream, stream_checks, stream_shard, stream_train
 from tf_mgpu.errors import UserError
 
 TASK = str(FILES / "tfrecord_files.py")
@@ -66,7 +66,7 @@ def test_file_sharding_gives_each_worker_its_own_files_and_together_every_exampl
     seen = {}
     for worker in range(2):
         context = tf.distribute.InputContext(2, worker, 2)
-        steps = stream.worker_steps(split, 16, 3, 0, context, shard="file")
+        steps = stream_shard.worker_steps(split, 16, 3, 0, context, shard="file")
         rows = [row for ((x, _y),) in steps.as_numpy_iterator() for row in x[:, :2].tolist()]
         seen[worker] = {tuple(map(int, row)) for row in rows}
         assert len(rows) == len(seen[worker])  # once each within the epoch
@@ -98,7 +98,7 @@ def test_a_stream_killed_mid_epoch_resumes_from_its_saved_iterator(tmp_path, rec
     args = [f"--task={TASK}", "--strategy=mirrored", "--num_cpu_devices=2", "--batch_size=16"]
     resumed = kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=SHARDS * PER_SHARD // 32)
     assert "; the data from its saved iterator" in resumed.stdout, resumed.tail()
-    inputs = list((tmp_path / "run" / "checkpoints").glob("ckpt-*.input-0.index"))
+    inputs = list((tmp_path / "run" / "checkpoints").glob("ckpt-*.input-0-of-*.index"))
     assert inputs, "no iterator saved beside the checkpoints"
 
 
@@ -141,3 +141,64 @@ def test_two_file_sharded_workers_killed_mid_epoch_resume_to_the_same_weights(tm
     resumed, uninterrupted = summary(model_dir), summary(tmp_path / "ref")
     assert resumed["weights_sha256"] == uninterrupted["weights_sha256"], done.tail()
     assert resumed["test_loss"] == uninterrupted["test_loss"]
+
+
+def _loop(dataset: tf.data.Dataset, strategy, shard: str = "example"):
+    """A tf.data split's training loop whose replica step only reads its batch."""
+    split = stream.scan(dataset, "t", "train")
+    return stream_train.for_split(
+        strategy,
+        lambda x, y: tf.reduce_all(tf.math.is_finite(x)),
+        split,
+        global_batch=4,
+        seed=0,
+        shard=shard,
+        preprocess=lambda x: x,
+        scope="none",
+        steps=len(split) // 4,
+    )
+
+
+def test_an_iterator_saved_on_one_layout_is_not_restored_on_another(tmp_path):
+    data = tf.data.Dataset.from_tensor_slices((np.arange(32, dtype=np.float32), np.arange(32)))
+    saved = _loop(data, support.cpu_strategy(1))
+    saved.run(0, 0, 3)
+    saved.save(str(tmp_path / "ckpt-3"))
+    assert list(tmp_path.glob("ckpt-3.input-0-of-1x1-example.index"))
+    same = _loop(data, support.cpu_strategy(1))
+    assert same.restore(str(tmp_path / "ckpt-3")) == "the data from its saved iterator"
+    other = _loop(data, support.cpu_strategy(1), shard="file")  # another layout's name
+    assert "re-reading" in other.restore(str(tmp_path / "ckpt-3"))
+    assert other.run(0, 3, 1) == -1  # and it trains on, from its epoch's start and a skip
+
+
+def test_a_dataset_whose_iterator_cannot_be_saved_resumes_by_re_reading(tmp_path):
+    spec = (tf.TensorSpec((), tf.float32), tf.TensorSpec((), tf.int64))
+    # More than the shuffle buffer holds: an exhausted generator would have no state left.
+    size = stream.SHUFFLE_BUFFER + 100
+    generated = tf.data.Dataset.from_generator(
+        lambda: ((np.float32(i), i) for i in range(size)), output_signature=spec
+    ).apply(tf.data.experimental.assert_cardinality(size))
+    loop = _loop(generated, support.cpu_strategy(1))
+    loop.run(0, 0, 3)
+    loop.save(str(tmp_path / "ckpt-3"))  # PyFunc is stateful: nothing written, no error
+    assert not loop.saveable
+    assert not list(tmp_path.iterdir())
+    assert "re-reading" in _loop(generated, support.cpu_strategy(1)).restore(
+        str(tmp_path / "ckpt-3")
+    )
+
+
+def test_files_that_cannot_be_sharded_or_leave_a_worker_nothing_are_one_line(records):
+    context = tf.distribute.InputContext(2, 1, 2)
+    numbers = stream.scan(
+        tf.data.Dataset.from_tensor_slices((np.zeros((8, 2), np.float32), np.zeros(8))), "t", "x"
+    )
+    with pytest.raises(UserError, match="found no file reader to shard"), stream_checks.reraise():
+        stream_shard.worker_steps(numbers, 4, 0, 0, context, shard="file")
+    one_file = tf.data.TFRecordDataset(str(records / "test-00.tfrecord")).map(task_module()._parse)
+    lonely = stream.scan(one_file.apply(tf.data.experimental.assert_cardinality(96)), "t", "x")
+    steps = stream_shard.worker_steps(lonely, 4, 0, 0, context, shard="file")
+    said = "this worker's files hold no training examples"
+    with pytest.raises(UserError, match=said), stream_checks.reraise():
+        next(iter(steps))

@@ -10,7 +10,7 @@ with the same weights bit for bit.
 Layout, in `--model_dir/checkpoints/`:
   ckpt-<step>.index, ckpt-<step>.data-*   one per save, named by optimizer step
   ckpt-<step>.state.json                  what is not a variable (a task's Keras callbacks)
-  ckpt-<step>.input-<worker>.*            a tf.data split's iterator, one per worker
+  ckpt-<step>.input-<worker>-of-<layout>.*  a tf.data split's iterator, one per worker
   run.json                                what must match for a resume (`fingerprint`)
 
 Saves are atomic: TensorFlow writes a checkpoint into temporary files and
@@ -23,7 +23,7 @@ Under MultiWorkerMirroredStrategy every worker takes part in each save
 (reading the metric sums is collective), only the chief writes into
 `--model_dir`; the others write into a temporary directory of their own and
 delete it. A worker training from a tf.data split also writes its own place in
-that data beside each checkpoint (`ckpt-<step>.input-<worker>`, see
+that data beside each checkpoint (`ckpt-<step>.input-<worker>-of-<layout>`, see
 `tf_mgpu.engine.stream_train`). Every worker restores from `--model_dir`: across machines it must
 be on storage every worker can read, as for TensorFlow's own BackupAndRestore.
 """

@@ -89,19 +89,20 @@ def _by_size(strategy, datasets: data.Data, where: str) -> Placement:
     if not gpus:
         replicas = f"{len(local)} replica" + ("s" if len(local) > 1 else "")
         sizes = f"({sizes}) x {replicas}" if len(_splits(datasets)) > 1 else f"{sizes} x {replicas}"
-    if limit is None:
-        return Placement("resident", datasets, f"auto: {sizes}; {of_what}")
-    fits = needed <= limit
+    fits = limit is None or needed <= limit  # no budget known: resident, as before
     if strategies.name_of(strategy) == "multi_worker_mirrored":
-        # Every worker decides alike (their loops must match): by index if any must.
+        # Every worker decides alike (their loops must match): by index if any must. Every
+        # worker joins this all-reduce, whatever it found, or the collectives misalign.
         over = strategies.replica_sum(strategy)(0.0 if fits else 1.0)
         if fits and over > 0:
             return Placement(
                 "index",
                 _by_index(datasets, where),
-                f"auto: {sizes} fits in {size(limit)}, {of_what}, but not on another "
-                f"worker: read by index from host memory",
+                f"auto: {sizes} fits here ({of_what}), but not on another worker: read by "
+                f"index from host memory",
             )
+    if limit is None:
+        return Placement("resident", datasets, f"auto: {sizes}; {of_what}")
     if fits:
         return Placement("resident", datasets, f"auto: {sizes} fits in {size(limit)}, {of_what}")
     return Placement(

@@ -3,17 +3,17 @@
 A task's `load_data` may return, for either split, a dataset of unbatched
 (x, y) elements (y a dict or tuple of labels for a model with several
 outputs). It is never read into memory for training:
-- One pass at start (`scan`) counts the examples and checks them, as arrays
-  are checked (non-finite values, the label range), keeping only the counts.
+- A dataset of known length (its cardinality) is not read before training;
+  each example is checked as it is read (`tf_mgpu.engine.stream_checks`). One
+  of unknown length is read once at start (`scan`), which counts and checks
+  it as arrays are checked (non-finite values, the label range), keeping only
+  the counts.
 - Each epoch reads the dataset once more, shuffled through a buffer of
-  `SHUFFLE_BUFFER` examples seeded from (--seed, epoch): a run is reproducible
-  from --seed, and a resumed epoch is read again from its start and its first
-  steps skipped, so the run resumes exactly. That needs a dataset that yields
-  its elements in the same order each time it is read (no `deterministic=False`).
-- The global batch is split over pipelines and replicas as for arrays
-  (`tf_mgpu.engine.data.train_dataset`): at each step the replicas of every
-  worker together hold one run of `global_batch` consecutive examples of the
-  shuffled epoch, so N replicas train like one device.
+  `SHUFFLE_BUFFER` examples seeded from (--seed, epoch), and split over
+  workers and replicas by `tf_mgpu.engine.stream_shard`; training goes
+  through `tf_mgpu.engine.stream_train`, whose saved iterator resumes an
+  epoch exactly. A dataset must yield its elements in the same order each
+  time it is read (no `deterministic=False`).
 Evaluation reads every test example once per pass, padded to whole global
 batches with weight-0 copies of the first example.
 """
@@ -172,7 +172,7 @@ def streams(datasets: data.Data) -> bool:
     return any(isinstance(split, (Stream, source.Source)) for split in splits)
 
 
-def _epoch_seed(seed: int, epoch: int) -> int:
+def epoch_seed(seed: int, epoch: int) -> int:
     # A Python int: a tensor seed fails once a global seed is set (keras.utils.set_random_seed).
     return (seed * 1_000_003 + epoch) % 2**31
 
@@ -188,86 +188,13 @@ def train_dataset(
     preprocess: Callable = data.identity,
 ) -> tf.data.Dataset:
     """As `tf_mgpu.engine.data.train_dataset`, for arrays and sources read by index (a
-    Stream trains from `worker_steps`, through `tf_mgpu.engine.stream_train`)."""
+    Stream trains from `stream_shard.worker_steps`, through `tf_mgpu.engine.stream_train`)."""
     if isinstance(split, source.Source):
         return split.train_dataset(
             global_batch, seed, epochs, context, first_epoch, first_step, preprocess
         )
     return data.train_dataset(
         split, global_batch, seed, epochs, context, first_epoch, first_step, preprocess
-    )
-
-
-def worker_steps(
-    split: Stream,
-    global_batch: int,
-    seed: int,
-    epoch: int,
-    context: tf.distribute.InputContext,
-    shard: str = "example",
-    preprocess: Callable = data.identity,
-) -> tf.data.Dataset:
-    """This worker's share of epoch `epoch`: one element per step, a tuple with one
-    (x, y[, sample_weight]) batch per local replica, in replica order.
-
-    shard="example": every worker reads the epoch's shuffled examples and keeps
-    its pipeline's share of each global batch, so the replicas of every worker
-    together train on one run of `global_batch` consecutive shuffled examples
-    per step, as one device would. shard="file": each worker reads only its own
-    files of the dataset (tf.data's FILE auto-shard), shuffled and taken from the
-    start each epoch (again from its start if its files run short); the example
-    order then differs from one device's.
-    """
-    per_replica = context.get_per_replica_batch_size(global_batch)
-    here = context.num_replicas_in_sync // context.num_input_pipelines
-    steps = data.steps_per_epoch(len(split), global_batch)
-    buffer = SHUFFLE_BUFFER
-    if shard == "file":
-        # Numbered within this worker's files: the file reader must come first to be sharded.
-        whose = f" (worker {context.input_pipeline_id}'s files)"
-        own = split.examples(own_files(split.dataset, context), whose)
-        examples = own.shuffle(buffer, seed=_epoch_seed(seed, epoch)).repeat()
-        examples = examples.take(steps * per_replica * here)
-    else:
-        shuffled = split.examples().shuffle(buffer, seed=_epoch_seed(seed, epoch))
-        examples = shuffled.take(steps * global_batch).shard(
-            context.num_input_pipelines, context.input_pipeline_id
-        )
-
-    def per_replica_parts(x, *labels):
-        def part(r):
-            rows = slice(r * per_replica, (r + 1) * per_replica)
-            cut = tf.nest.map_structure(lambda a: a[rows], (x, *labels))
-            return (preprocess(cut[0]), *cut[1:])
-
-        return tuple(part(r) for r in range(here))
-
-    return (
-        examples.batch(per_replica * here, drop_remainder=True)
-        .map(per_replica_parts)
-        .prefetch(tf.data.AUTOTUNE)
-    )
-
-
-def own_files(dataset: tf.data.Dataset, context: tf.distribute.InputContext) -> tf.data.Dataset:
-    """`dataset` with only this input pipeline's files: tf.data's FILE auto-shard, the
-    rewrite `tf.distribute` applies to a distributed dataset (it finds the dataset's file
-    reader and shards the list of files ahead of it).
-
-    TensorFlow exposes that rewrite only through `experimental_distribute_dataset`, which
-    cannot feed a checkpointed iterator; it is called here as that method calls it.
-    """
-    if context.num_input_pipelines == 1:
-        return dataset
-    from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
-
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
-    return tf_data_distribute._AutoShardDataset(
-        dataset.with_options(options),
-        context.num_input_pipelines,
-        context.input_pipeline_id,
-        context.num_replicas_in_sync,
     )
 
 

@@ -80,8 +80,8 @@ def _in_range(label: tf.Tensor, count: int) -> tf.Tensor:
 @contextlib.contextmanager
 def reraise():
     """Around a compiled call that reads checked datasets: a failed check comes out as
-    its one line (UserError), not as TensorFlow's InvalidArgumentError; so does a
-    dataset --stream_shard=file cannot shard by file."""
+    its one line (UserError), not as TensorFlow's InvalidArgumentError; so do a
+    dataset --stream_shard=file cannot shard by file, and a worker it leaves no files."""
     try:
         yield
     except tf.errors.NotFoundError as e:
@@ -91,6 +91,14 @@ def reraise():
             "--stream_shard=file: tf.data found no file reader to shard in the training "
             "dataset (it reads no files, or joins another dataset before them); build it from "
             "Dataset.list_files(..., shuffle=False) read by TFRecordDataset, or drop the flag"
+        ) from None
+    except tf.errors.FailedPreconditionError as e:
+        if "Input dataset was expected to contain" not in e.message:
+            raise
+        raise UserError(
+            "--stream_shard=file: this worker's files hold no training examples (fewer files "
+            "than workers, or empty ones); give every worker at least one file of examples, "
+            "or drop the flag"
         ) from None
     except tf.errors.InvalidArgumentError as e:
         found = _FOUND.search(e.message)

@@ -133,29 +133,18 @@ class Trainer:
     def _stream_train(self) -> stream_train.LocalIteratorTrain | None:
         """The training loop of a tf.data split, whose place in the data is checkpointed;
         None for arrays and sources read by index (their place is arithmetic)."""
-        split, config = self._datasets.train, self._config
-        if not isinstance(split, stream.Stream):
+        if not isinstance(self._datasets.train, stream.Stream):
             return None
-        context = stream_train.input_context(self._strategy)
-
-        def epoch_steps(epoch: int):
-            return stream.worker_steps(
-                split,
-                self.global_batch,
-                config.seed,
-                epoch,
-                context,
-                shard=config.stream_shard,
-                preprocess=self.task.preprocess,
-            )
-
-        return stream_train.LocalIteratorTrain(
+        return stream_train.for_split(
             self._strategy,
             self._train_step(),
-            epoch_steps,
-            self.jit_scope,
+            self._datasets.train,
+            global_batch=self.global_batch,
+            seed=self._config.seed,
+            shard=self._config.stream_shard,
+            preprocess=self.task.preprocess,
+            scope=self.jit_scope,
             steps=self.train_steps,
-            worker=context.input_pipeline_id,
         )
 
     def _build_loops(self) -> None:

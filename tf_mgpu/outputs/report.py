@@ -50,13 +50,25 @@ def start_line(
     )
 
 
-def scanned_line(split) -> str:
-    """For a tf.data split of unknown length, read once before training to count it."""
-    return (
-        f"tf_mgpu data: read the {split.name} dataset once before training to count its "
-        f"{len(split):,} examples (its length is unknown); declare it with dataset.apply("
-        f"tf.data.experimental.assert_cardinality({len(split)})) to start without that pass"
-    )
+def input_lines(datasets, stream_shard: str, multi_worker: bool) -> list[str]:
+    """What the chief says of the input at start: a tf.data split of unknown length read
+    once to count it, and workers reading their own files."""
+    lines = []
+    for split in (datasets.train, datasets.validation, datasets.test):
+        if getattr(split, "checked_as_read", True) is False:  # a tf.data split, scanned
+            lines.append(
+                f"tf_mgpu data: read the {split.name} dataset once before training to count "
+                f"its {len(split):,} examples (its length is unknown); declare it with "
+                f"dataset.apply(tf.data.experimental.assert_cardinality({len(split)})) to "
+                f"start without that pass"
+            )
+    if stream_shard == "file" and multi_worker:
+        lines.append(
+            "tf_mgpu input: each worker reads only its own files of the training dataset "
+            "(--stream_shard=file): the cluster reads the data once per epoch, and the "
+            "example order differs from one device's"
+        )
+    return lines
 
 
 def epoch_line(record: dict, epochs: int) -> str:

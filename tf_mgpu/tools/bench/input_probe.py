@@ -6,7 +6,8 @@
 Loads the task's data as `tf_mgpu.main` does (for a tf.data split that includes
 its scan), builds the pipeline a single worker trains from
 (a source read by index: `tf_mgpu.engine.stream.train_dataset`; a stream:
-`stream.worker_steps`; with a one-pipeline, one-replica `tf.distribute.InputContext`), takes a few
+`stream_shard.worker_steps`; with a one-pipeline, one-replica
+`tf.distribute.InputContext`), takes a few
 batches to warm it up, then takes batches for --seconds (or to the end of two
 epochs) and prints one JSON line: load_seconds, examples, seconds, examples_per_second.
 `bench --input` runs it (`tf_mgpu.tools.bench.input_measure`).
@@ -25,7 +26,7 @@ def measure(task: str, batch: int, seconds: float, seed: int = 0) -> dict:
     import tensorflow as tf
 
     from tf_mgpu.config import Config
-    from tf_mgpu.engine import stream
+    from tf_mgpu.engine import stream, stream_shard
     from tf_mgpu.tasks import adapter
 
     began = time.perf_counter()
@@ -35,7 +36,9 @@ def measure(task: str, batch: int, seconds: float, seed: int = 0) -> dict:
     context = tf.distribute.InputContext(1, 0, 1)
     if isinstance(datasets.train, stream.Stream):  # one element per step: (one replica's,)
         epochs = [
-            stream.worker_steps(datasets.train, batch, seed, e, context, "example", work.preprocess)
+            stream_shard.worker_steps(
+                datasets.train, batch, seed, e, context, "example", work.preprocess
+            )
             for e in range(2)
         ]
         dataset = epochs[0].concatenate(epochs[1]).map(lambda part: part)

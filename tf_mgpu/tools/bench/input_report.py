@@ -21,7 +21,7 @@ HOW = (
     "for a process resuming from the checkpoint at step K / 9K (the steps are in the row). "
     "*Training ex/s*: steps x global batch between the resumed run's checkpoints 2K..9K "
     "(as the files appeared). *Input alone*: the pipeline one worker trains from "
-    "(`stream.train_dataset`, or `stream.worker_steps` for a tf.data split; one pipeline, "
+    "(`stream.train_dataset`, or `stream_shard.worker_steps` for a tf.data split; one pipeline, "
     "one replica) iterated without "
     "training (`tf_mgpu.tools.bench.input_probe`), after its data loaded. *Bytes read per "
     "worker per epoch*: bytes per step between checkpoints (1 worker: 2K..9K; 2 workers at "
