@@ -96,20 +96,18 @@ class LocalIteratorTrain:
         return bad
 
     def _start(self, epoch: int, first: int) -> None:
-        dataset = self._epoch_steps(epoch)
-        self._iterator = iter(dataset)
+        """This epoch's iterator, at step `first`: restored from beside the checkpoint
+        restored, else by re-reading the epoch and skipping its first steps.
+
+        Each attempt reads a new dataset: iterating one dataset twice reshuffles it (its
+        shuffle's seed generator moves on), so a second iterator of the same object would
+        read another order than the uninterrupted run's first one."""
         self._epoch, self._next = epoch, first
+        self._iterator = iter(self._epoch_steps(epoch))
         if first == 0:
             return
         saved = self._pending and _input_path(self._pending, self._worker)
         self._pending = None
-        if saved and not tf.io.gfile.exists(saved + ".index"):
-            print(
-                f"tf_mgpu resume: {saved} does not exist (a checkpoint of another layout, or "
-                f"a dataset that cannot be saved); re-reading the epoch and skipping {first} "
-                f"steps",
-                flush=True,
-            )
         if saved and tf.io.gfile.exists(saved + ".index"):
             try:
                 tf.train.Checkpoint(iterator=self._iterator).read(saved).assert_consumed()
@@ -123,8 +121,7 @@ class LocalIteratorTrain:
                     f"steps",
                     flush=True,
                 )
-                self._iterator = iter(dataset)
-        self._iterator = iter(dataset.skip(first))
+        self._iterator = iter(self._epoch_steps(epoch).skip(first))
 
     # The checkpoint's side: `tf_mgpu.engine.checkpoint.Checkpoints` calls these.
 
