@@ -14,7 +14,7 @@ import tensorflow as tf
 from tf_mgpu import strict_json
 from tf_mgpu.cluster import preflight
 from tf_mgpu.config import Config
-from tf_mgpu.engine import checkpoint, strategies
+from tf_mgpu.engine import checkpoint, strategies, stream
 from tf_mgpu.outputs import export, tensorboard
 
 SUMMARY = "summary.json"
@@ -55,7 +55,7 @@ def input_lines(datasets, stream_shard: str, multi_worker: bool) -> list[str]:
     once to count it, and workers reading their own files."""
     lines = []
     for split in (datasets.train, datasets.validation, datasets.test):
-        if getattr(split, "checked_as_read", True) is False:  # a tf.data split, scanned
+        if isinstance(split, stream.Stream) and not split.checked_as_read:  # scanned
             lines.append(
                 f"tf_mgpu data: read the {split.name} dataset once before training to count "
                 f"its {len(split):,} examples (its length is unknown); declare it with "
