@@ -158,6 +158,10 @@ class Started:
         self.started = time.monotonic()
         self.exited_at: float | None = None  # wall-clock time, set by `wait_all`
 
+    def stdout(self) -> str:
+        """What it printed so far."""
+        return self._out.read_text()
+
     def signal_group(self, number: int) -> None:
         """Sends `number` to every process of this task (the supervisor and its trainer)."""
         with contextlib.suppress(ProcessLookupError):

@@ -34,15 +34,22 @@ class Config:
     validation_split: float = 0.0
     num_cpu_devices: int = 1
     startup_timeout: float = 300.0  # seconds a worker waits for its peers
-    peer_timeout: float = 60.0  # seconds a worker waits for progress once training
+    # Seconds a worker waits for progress once training, beyond twice the longest call
+    # measured (see tf_mgpu.engine.liveness).
+    peer_timeout: float = 60.0
     # Checkpoints, in model_dir/checkpoints: every this many steps (rounded up to
-    # whole calls of steps_per_loop) and at every epoch's end.
+    # whole calls), every checkpoint_secs seconds (0: never by time) and at every
+    # epoch's end.
     checkpoint_steps: int = 1000
+    checkpoint_secs: float = 600.0
     # TensorBoard's training curve: every this many steps, rounded up to whole calls.
     log_steps: int = 500
     clean: bool = False  # delete model_dir's checkpoints and outputs and start over
     # Speed: defaults are the fast path (see tf_mgpu.engine.loop); each can be turned off.
-    steps_per_loop: int = 500  # training steps per compiled call
+    # Training steps per compiled call: "auto" sizes calls to take about loop_seconds;
+    # a number caps them and sets the cadence of what runs between calls (tf_mgpu.engine.pace).
+    steps_per_loop: int | str = "auto"
+    loop_seconds: float = 1.0
     # XLA: True or False where the strategy allows it, or "auto": per model and machine
     # (see tf_mgpu.engine.jit).
     jit_compile: bool | str = "auto"

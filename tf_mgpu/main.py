@@ -25,7 +25,7 @@ from absl import app, flags
 from tf_mgpu import api, cli, compile_cache, tasks, timing
 from tf_mgpu.cluster import kubernetes, slurm, supervisor, tf_config
 from tf_mgpu.config import DTYPES, INPUTS, SHARDS, STRATEGIES, Config
-from tf_mgpu.engine import stopping
+from tf_mgpu.engine import pace, stopping
 
 _TASK = flags.DEFINE_string(
     "task",
@@ -137,17 +137,36 @@ _STARTUP_TIMEOUT = flags.DEFINE_float(
 _PEER_TIMEOUT = flags.DEFINE_float(
     "peer_timeout",
     60.0,
-    "Multi-worker: seconds a task waits for progress (a call of --steps_per_loop steps, an "
-    "evaluation, a save) before it gives up on a frozen or unreachable peer (exit code 6). "
-    "TensorFlow's own heartbeats usually notice a dead peer within about 10 s.",
+    "Multi-worker: seconds a task waits for progress, beyond twice the longest call or gap "
+    "between calls it measured (the first call: its compile time), before it gives up on a "
+    "frozen or unreachable peer (exit code 6); compiling has no deadline. TensorFlow's own "
+    "heartbeats usually notice a dead peer within about 10 s.",
     lower_bound=1.0,
 )
-_STEPS_PER_LOOP = flags.DEFINE_integer(
+_STEPS_PER_LOOP = flags.DEFINE_string(
     "steps_per_loop",
-    500,
-    "Training steps per compiled call: Python and the call's fixed cost are paid once per "
-    "this many steps. An epoch's last call runs what is left.",
-    lower_bound=1,
+    "auto",
+    "Training steps per compiled call. auto: calls grow from one step until each takes "
+    "about --loop_seconds, so the progress bar, batch callbacks, stops and the multi-worker "
+    "liveness check follow seconds whatever the model's step time. A number N: the progress "
+    "bar, TensorBoard, batch callbacks and --checkpoint_steps act every N steps, and a call "
+    "that would take longer than about --loop_seconds is cut into several.",
+)
+_LOOP_SECONDS = flags.DEFINE_float(
+    "loop_seconds",
+    1.0,
+    "The seconds one compiled call should take (see --steps_per_loop): a signal is acted "
+    "on, and a multi-worker task reports progress, within about this long (or one step, "
+    "if a step takes longer). Python's cost per call is about a millisecond.",
+    lower_bound=0.01,
+)
+_CHECKPOINT_SECS = flags.DEFINE_float(
+    "checkpoint_secs",
+    600.0,
+    "Also save a checkpoint when this many seconds passed since the last one (the chief's "
+    "clock decides for every worker), so a slow model loses at most about this much work "
+    "when a run dies. 0: only by --checkpoint_steps and at every epoch's end.",
+    lower_bound=0.0,
 )
 _JIT_COMPILE = cli.define_auto_boolean(
     "jit_compile",
@@ -227,11 +246,22 @@ _COMPILE_CACHE = flags.DEFINE_string(
     "and dtype skips the compile. Default: tf_mgpu_cache in the TFDS data dir; 'none': off.",
 )
 flags.register_validator(
+    "steps_per_loop",
+    lambda value: _is_steps_per_loop(value),
+    message="--steps_per_loop must be auto or a positive number of steps",
+)
+flags.register_validator(
     "learning_rate",
     lambda rate: rate is None or (math.isfinite(rate) and rate > 0),
     message="--learning_rate must be a positive finite number",
 )
-for _name in ("startup_timeout", "peer_timeout", "warmup_epochs"):
+for _name in (
+    "startup_timeout",
+    "peer_timeout",
+    "warmup_epochs",
+    "loop_seconds",
+    "checkpoint_secs",
+):
     flags.register_validator(_name, math.isfinite, message=f"--{_name} must be a finite number")
 
 _ALL_FLAGS = (
@@ -250,9 +280,11 @@ _ALL_FLAGS = (
     _STARTUP_TIMEOUT,
     _PEER_TIMEOUT,
     _CHECKPOINT_STEPS,
+    _CHECKPOINT_SECS,
     _LOG_STEPS,
     _CLEAN,
     _STEPS_PER_LOOP,
+    _LOOP_SECONDS,
     _JIT_COMPILE,
     _INPUT,
     _STREAM_SHARD,
@@ -266,9 +298,19 @@ _ALL_FLAGS = (
 )
 
 
+def _is_steps_per_loop(value) -> bool:
+    try:
+        pace.parse(value)
+    except ValueError:
+        return False
+    return True
+
+
 def config_from_flags() -> Config:
     """Every flag above sets the Config field of the same name."""
-    return Config(**{holder.name: holder.value for holder in _ALL_FLAGS})
+    values = {holder.name: holder.value for holder in _ALL_FLAGS}
+    values["steps_per_loop"] = pace.parse(values["steps_per_loop"])
+    return Config(**values)
 
 
 _PATH_FLAGS = {holder.name for holder in (_DATA_DIR, _MANUAL_DIR, _MODEL_DIR)}

@@ -17,11 +17,13 @@ from tf_mgpu.cluster import preflight, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine import (
     actions,
+    agreement,
     callbacks,
     checkpoint,
     collectives,
     controller,
     devices,
+    liveness,
     replicas,
     stopping,
     strategies,
@@ -110,7 +112,7 @@ def run(
             supervisor.notify("joining")
             strategy = strategies.create(config.strategy, node)
             supervisor.notify("joined")
-        stop.start_training(strategy, node.num_workers > 1)
+        stop.start_training()
     if datasets is None:
         with clock.phase("data"):
             datasets = work.load_data(config)
@@ -133,7 +135,8 @@ def run(
             validation=datasets.validation is not None,
         )
     if config.clean:  # once the task checked out: a broken one loses nothing
-        outputs.clean()
+        with stop.deferred():
+            outputs.clean()
     collectives.barrier(strategy)  # no peer reads checkpoints the chief is deleting
     checkpoints = checkpoint.Checkpoints(
         trainer.state.checkpointed(),
@@ -167,7 +170,7 @@ def run(
 def _train(run: _Run) -> Result | None:
     """`run` once the cluster, the data and the state exist: resume, train, save, export."""
     trainer, config, clock = run.trainer, run.config, run.clock
-    with clock.phase("build"):
+    with clock.phase("build"), run.stop.deferred():
         history = _resume(run)
     epoch, _ = trainer.position()
     stopped_by = run.callbacks.stopped_before() if run.callbacks else None
@@ -225,11 +228,30 @@ def _train(run: _Run) -> Result | None:
     dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
     if dropped > 0.05 * trainer.train_examples:
         run.chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
-    supervisor.notify("alive")
-
+    alive = liveness.Liveness()
     with failures.as_one_line(run.config, run.trainer, run.checkpoints, run.node):
-        clock.add("compile", trainer.compile())
-        saving = actions.Checkpointing(trainer, run.checkpoints, config.checkpoint_steps)
+        # Compiling changes nothing: no deadline holds, and a signal ends the run at once.
+        alive.compiling()
+        run.stop.compiling()
+        compile_seconds = trainer.compile()
+        clock.add("compile", compile_seconds)
+        alive.compiled(compile_seconds)
+        run.stop.training()
+        saving = actions.Checkpointing(
+            trainer, run.checkpoints, config.checkpoint_steps, config.checkpoint_secs
+        )
+        agreed = agreement.for_strategy(
+            run.strategy,
+            lambda: agreement.Decision(
+                stop=run.stop.requested is not None,
+                steps=trainer.pace.proposal(),
+                eval_steps=trainer.eval_pace.proposal() if trainer.eval_pace else 0,
+                save=saving.due_by_time(),
+            ),
+            multi_worker=run.multi_worker,
+            is_chief=run.node.is_chief,
+        )
+        saving.agreement = agreed
         curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
         bar = progress.Progress(enabled=run.node.is_chief)
         keras_callbacks = [run.callbacks] if run.callbacks else []
@@ -240,7 +262,6 @@ def _train(run: _Run) -> Result | None:
             trainer,
             config.epochs,
             [
-                actions.Heartbeat(),
                 curve,
                 outputs_actions.ProgressBar(bar, curve, config.epochs, single=not run.multi_worker),
                 outputs_actions.EpochLog(
@@ -248,8 +269,10 @@ def _train(run: _Run) -> Result | None:
                 ),
                 *keras_callbacks,  # before the save, which holds their state
                 saving,
-                actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs),
+                actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs, agreed),
             ],
+            agreed,
+            alive,
         ).run()
     final = _after_callbacks(run, history)
     clock.add("train", trainer.call_seconds)
@@ -296,6 +319,7 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
         strategy, node.num_workers, facts["weights_sha256"]
     )
     collectives.finish_together(strategy)
+    supervisor.notify("finishing")  # no collective is left: the export has no deadline
     try:
         with run.clock.phase("export"):
             run.outputs.weights(trainer.state.model)
@@ -315,7 +339,9 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
         ) from None
     run.chief_print(report.final_line(facts), flush=True)
     run.chief_print(report.weights_line(facts["weights_sha256"], workers_agree), flush=True)
-    run.chief_print(timing.line(facts["seconds"]), flush=True)
+    run.chief_print(
+        f"{timing.line(facts['seconds'])}; calls: {trainer.pace.describe()}", flush=True
+    )
     return Result(summary=facts, state=trainer.state)
 
 

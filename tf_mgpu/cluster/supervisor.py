@@ -10,13 +10,17 @@ trainer runs until it returns. From outside, the parent can:
   the addresses that do not answer, with exit code 5 (not a SIGKILL's 137);
 - stop the trainer on SIGTERM or Ctrl-C while it waits for peers (exit 75),
   and pass the signal on once training runs, where the trainer saves first;
-- end a trainer that has made no progress for `--peer_timeout` seconds
-  (a frozen peer, a dead network), with exit code 6;
+- end a trainer that has made no progress for `--peer_timeout` seconds beyond
+  the grace its last word granted (a frozen peer, a dead network), with exit
+  code 6;
 - return the trainer's own exit code otherwise, at once.
 
 The trainer reports its progress as words on a pipe (`notify`): 'joining'
-before it waits for peers, 'joined' after, 'alive' after every compiled
-call, evaluation and save. It dies with its parent (PR_SET_PDEATHSIG), so
+before it waits for peers, 'joined' after, 'compiling' while it compiles and
+'finishing' once no collective is left (local work: no deadline), and 'alive G'
+before every call, where G is the seconds
+beyond --peer_timeout that the call may take, from what it measured
+(`tf_mgpu.engine.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
 no trainer is ever left behind.
 """
 
@@ -86,7 +90,7 @@ def supervise(
         [sys.executable, "-m", "tf_mgpu.main", *argv[1:]], env=env, pass_fds=(write_end,)
     )
     os.close(write_end)
-    phase, deadline, forwarded = "starting", None, 0
+    phase, deadline, forwarded, limit = "starting", None, 0, peer_timeout
     buffer = b""
     try:
         while True:
@@ -98,9 +102,8 @@ def supervise(
                 buffer += chunk
                 *events, buffer = buffer.split(b"\n")
                 for event in (e.decode() for e in events):
-                    phase = "training" if event in ("joined", "alive") else event
-                    limit = startup_timeout if phase == "joining" else peer_timeout
-                    deadline = time.monotonic() + limit
+                    phase, limit = _deadline(event, startup_timeout, peer_timeout)
+                    deadline = None if limit is None else time.monotonic() + limit
             failure = None
             if len(received) > forwarded:
                 forwarded = len(received)
@@ -117,7 +120,8 @@ def supervise(
                     )
                 else:
                     failure = errors.PeerLost(
-                        f"{task} made no progress for {peer_timeout:g} s (--peer_timeout): a "
+                        f"{task} made no progress for {limit:g} s (--peer_timeout "
+                        f"{peer_timeout:g} s + {limit - peer_timeout:g} s for its calls): a "
                         f"peer froze or the network failed; rerun the same command on every "
                         f"worker to resume from the last checkpoint"
                     )
@@ -129,6 +133,20 @@ def supervise(
         os.close(read_end)
         if child.poll() is None:
             _end(child)
+
+
+def _deadline(event: str, startup_timeout: float, peer_timeout: float):
+    """(the phase, the seconds the next word may take: None for no limit) after `event`."""
+    word, _, grace = event.partition(" ")
+    if word == "joining":
+        return "joining", startup_timeout
+    if word in ("compiling", "finishing"):  # local work: no peer can hold it up
+        return word, None
+    try:
+        extra = max(float(grace), 0.0) if grace else 0.0
+    except ValueError:
+        extra = 0.0
+    return "training", peer_timeout + extra
 
 
 def _end(child: subprocess.Popen) -> None:

@@ -247,8 +247,12 @@ class Callbacks(Action):
 
 
 def _overrides(callback, hooks) -> bool:
+    """Whether `callback` has its own code for any of `hooks`: a method of its class, or a
+    function set on the object (LambdaCallback sets the hooks it is given that way)."""
     base = keras.callbacks.Callback
-    return any(getattr(type(callback), h) is not getattr(base, h) for h in hooks)
+    return any(
+        getattr(getattr(callback, h), "__func__", None) is not getattr(base, h) for h in hooks
+    )
 
 
 BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end")

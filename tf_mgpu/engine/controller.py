@@ -2,10 +2,18 @@
 
 As Orbit's Controller does with its `train_actions`, the loop itself only
 trains and evaluates; everything that happens between compiled calls
-(heartbeats, the training curve, the progress bar, stopping on a signal,
-checkpoints) and after each epoch (the epoch's record, its save) is an
-action, run in list order. The order is load-bearing: see `tf_mgpu.training`,
-which builds the list.
+(the training curve, the progress bar, stopping on a signal, checkpoints)
+and after each epoch (the epoch's record, its save) is an action, run in
+list order. The order is load-bearing: see `tf_mgpu.training`, which builds
+the list.
+
+Between any two calls, training or evaluating, the loop itself tells the
+supervisor how long the next call may take (`tf_mgpu.engine.liveness`) and
+has the workers agree (`tf_mgpu.engine.agreement`) on the next call's steps,
+a stop and a save by time. The actions run after each block of calls
+(`--steps_per_loop=N`: N steps; auto: every call), and after any call where
+the workers agreed to stop or to save, so that a stop or a timed save never
+waits for a block of a slow model to end.
 
 Multi-worker rule (stricter than Orbit's): every action runs on every
 worker, and an action may call a collective only at a point every worker
@@ -16,6 +24,8 @@ Reading the training sums (`Moment.totals`) is such a collective.
 import dataclasses
 import functools
 
+from tf_mgpu.engine.agreement import Agreement
+from tf_mgpu.engine.liveness import Liveness
 from tf_mgpu.engine.trainer import Trainer
 
 
@@ -45,7 +55,10 @@ class Action:
         """Before the epoch's first call (a resumed epoch starts mid-way)."""
 
     def after_call(self, moment: Moment) -> None:
-        """After each compiled call of `steps_per_loop` steps."""
+        """After each block of calls (see the module's docstring)."""
+
+    def after_evaluation_call(self) -> None:
+        """After each call of an evaluation, once the workers agreed (a stop, say)."""
 
     def end_training(self, epoch: int) -> None:
         """After the epoch's last call, whether it ended well or raised."""
@@ -65,8 +78,16 @@ class Action:
 class Controller:
     """Trains the remaining epochs of `trainer`, running `actions` in order between calls."""
 
-    def __init__(self, trainer: Trainer, epochs: int, actions: list[Action]):
+    def __init__(
+        self,
+        trainer: Trainer,
+        epochs: int,
+        actions: list[Action],
+        agreement: Agreement,
+        liveness: Liveness,
+    ):
         self._trainer, self._epochs, self._actions = trainer, epochs, actions
+        self._agreement, self._liveness = agreement, liveness
         self._epoch = 0
 
     def run(self) -> None:
@@ -78,11 +99,16 @@ class Controller:
             for action in self._actions:
                 action.start_epoch(trainer, epoch)
             try:
-                record = {"epoch": epoch, **trainer.train_epoch(self._after_call)}
+                trained = trainer.train_epoch(self._after_call, self._before_call, close=False)
+                record = {"epoch": epoch, **trained}
             finally:
                 for action in self._actions:
                     action.end_training(epoch)
-            record.update(trainer.evaluate())
+            # A stop while evaluating saves the epoch's steps, and the resumed run evaluates.
+            record.update(trainer.evaluate(self._before_evaluation_call, self._after_evaluation))
+            trainer.close_epoch()
+            self._agreement.agree()  # a stop asked for while the epoch ended
+            self._liveness.alive()
             for action in self._actions:
                 action.after_epoch(record)
             if self._stop_requested():
@@ -93,10 +119,32 @@ class Controller:
     def _stop_requested(self) -> bool:
         return any(action.stop_requested() for action in self._actions)
 
-    def _after_call(self, last: bool) -> bool:
-        """Runs the actions after a call; returns whether one asks to end the epoch here."""
-        # The step is read once per call: a read costs ~0.2 ms, every step at steps_per_loop=1.
+    def _before_call(self, steps: int) -> None:
+        self._liveness.alive(self._trainer.expected_seconds(steps))
+
+    def _before_evaluation_call(self, steps: int) -> None:
+        self._liveness.alive(self._trainer.expected_seconds(steps, evaluating=True))
+
+    def _follow(self) -> None:
+        trainer, decided = self._trainer, self._agreement.agree()
+        trainer.pace.follow(decided.steps)
+        if trainer.eval_pace is not None and decided.eval_steps:
+            trainer.eval_pace.follow(decided.eval_steps)
+
+    def _after_call(self, last: bool, block_end: bool) -> bool:
+        """After each call: the agreement, then the actions if a block ends or the workers
+        agreed to stop or save. Returns whether one asks to end the epoch here."""
+        self._follow()
+        decided = self._agreement.latest
+        if not (block_end or last or decided.stop or decided.save):
+            return False
+        # The step is read once per block: a read costs ~0.2 ms, every step at one per call.
         moment = Moment(self._trainer, self._trainer.step(), self._epoch, last)
         for action in self._actions:
             action.after_call(moment)
         return self._stop_requested()
+
+    def _after_evaluation(self) -> None:
+        self._follow()
+        for action in self._actions:
+            action.after_evaluation_call()

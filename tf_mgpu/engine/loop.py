@@ -11,9 +11,9 @@ Two inputs, one per-replica step:
 
 Both visit the same examples at each step (step k of an epoch trains on
 `epoch_order[k * B:(k + 1) * B]`), so both train like one device at global
-batch B. One call of a loop runs up to `steps_per_loop` steps, a graph while
-loop around `strategy.run` (`repeat_steps`), so the per-call cost (Python, function dispatch,
-reading back) is paid once per call, not per step.
+batch B. One call of a loop runs the steps it is asked for (`tf_mgpu.engine.pace`
+sizes calls by time), a graph while loop around `strategy.run` (`repeat_steps`), so the
+per-call cost (Python, function dispatch, reading back) is paid once per call, not per step.
 
 XLA (`jit_scope`): where one process has one replica, the whole call (every
 step, the optimizer and the metric sums) is one XLA program; that is where
@@ -205,7 +205,7 @@ class ResidentEval:
     ):
         per_replica = global_batch // strategy.num_replicas_in_sync
         padded = data.pad_for_eval(split, global_batch)
-        self._count = len(padded[2]) // global_batch
+        self.steps = len(padded[2]) // global_batch
         arrays = _on_each_replica(strategy, padded)
 
         def replica_fn(x, *labels_and_step):  # y, padding weights, sample weights if any
@@ -216,18 +216,20 @@ class ResidentEval:
         run_replica = compiled(replica_fn, scope)
 
         @tf.function(jit_compile=scope == "loop", autograph=False)
-        def steps(count):
+        def steps(first, count):
             def step(k, done):
-                strategy.run(run_replica, args=(*arrays, k))
+                strategy.run(run_replica, args=(*arrays, first + k))
                 return done + 1
 
             repeat_steps(count, step, tf.constant(0, tf.int64))
 
         self._steps = steps
 
-    def run(self, count: int | None = None) -> None:
-        """Every test example; `count=0` traces and compiles the call and runs no step."""
-        self._steps(tf.constant(self._count if count is None else count, tf.int64))
+    def run(self, first: int = 0, count: int | None = None) -> None:
+        """Steps `first` to `first + count - 1` of the pass (default: all of it); `count=0`
+        traces and compiles the call and runs no step."""
+        count = self.steps - first if count is None else count
+        self._steps(tf.constant(first, tf.int64), tf.constant(count, tf.int64))
 
 
 class StreamEval:
@@ -238,9 +240,11 @@ class StreamEval:
             replica_step(*batch)
             return tf.constant(True)  # StreamTrain's loop asks whether the loss was finite
 
-        self._count = steps
+        self.steps = steps
         self._stream = StreamTrain(strategy, step, dataset_fn, scope)
 
-    def run(self, count: int | None = None) -> None:
-        """Every test example; `count=0` traces and compiles the call and runs no step."""
-        self._stream.run(0, 0, self._count if count is None else count)
+    def run(self, first: int = 0, count: int | None = None) -> None:
+        """The pass's next `count` steps (default: all from `first`); the endless iterator
+        knows where the pass is, so calls must follow each other. `count=0` traces and
+        compiles the call and runs no step."""
+        self._stream.run(0, first, self.steps - first if count is None else count)

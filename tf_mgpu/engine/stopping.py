@@ -1,27 +1,35 @@
-"""SIGTERM and SIGINT: stop at the next step boundary, every worker at the same one, saved.
+"""SIGTERM and SIGINT: at once while nothing is at stake, else saved at the next call's end.
 
 Orchestrators stop jobs with SIGTERM (Kubernetes pod deletion, `scancel`,
-spot-instance preemption notices) and people with Ctrl-C. Before training
-starts there is nothing to save: the signal ends the process at once, with its line. During
-training the handler only records the signal; between two compiled calls
-the loop asks `Stop.agreed`, saves a checkpoint and ends with
-`errors.Stopped` (exit 75).
+spot-instance preemption notices) and people with Ctrl-C. Two windows:
 
-Under MultiWorkerMirroredStrategy a signal may reach one worker only. Each
-worker then adds its own "stop requested" to a one-number all-reduce after
-every call, so all of them see the request after the same call, save the
-same checkpoint together and stop. TensorFlow's PreemptionCheckpointHandler
-does the same through its coordination service; this is the same idea on
-the collective the loop already uses, and it knows our step boundaries.
+- Nothing to save (before training starts: importing, joining, loading, building;
+  and while the calls compile, which changes no variable): the signal ends the
+  process at once, with its line and exit 75, even while TensorFlow holds the main
+  thread in C++ for minutes (an XLA compile). Python runs a signal handler only
+  between bytecodes of the main thread, so the signal's byte also reaches a small
+  thread through `signal.set_wakeup_fd`, which ends the process from there.
+- Training and evaluating: the handler only records the signal. Calls are sized
+  to last about `--loop_seconds` (`tf_mgpu.engine.pace`), and after each the
+  workers agree whether any of them was asked to stop (`tf_mgpu.engine.agreement`);
+  then every worker saves the same checkpoint and ends with `errors.Stopped`
+  (exit 75). TensorFlow's PreemptionCheckpointHandler does the same through its
+  coordination service; this is the same idea on the collective the loop
+  already runs, and it knows our call boundaries.
+
+Writes that must not be cut in half (the resume's records, --clean) run inside
+`deferred()`: a signal then waits for the write to finish.
 
 TensorFlow installs its own SIGTERM handler while MultiWorkerMirroredStrategy
 starts (it logs "SIGTERM caught" and carries on), so `start_training`
 installs ours again afterwards.
 """
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 
 from tf_mgpu import errors
 from tf_mgpu.errors import Stopped
@@ -30,56 +38,83 @@ _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Stop:
-    """Records SIGTERM/SIGINT; ends the run at once before training, at a boundary during it."""
+    """Records SIGTERM/SIGINT; ends the run at once while nothing is at stake."""
 
     def __init__(self):
         self.requested: str | None = None
-        self._training = False
-        self._agree = None
+        self._at_stake = False  # True while training: a signal waits for the call's end
+        self._deferred = 0  # depth of `deferred()` writes
+        self._phase = "before training started"
+        self._exiting = threading.Lock()
+        self._watcher: threading.Thread | None = None
 
     def install(self) -> None:
+        """Our handlers, and the wakeup thread (once); call from the main thread."""
         for number in _SIGNALS:
             signal.signal(number, self._handle)
+        if self._watcher is None:
+            read_end, write_end = os.pipe()
+            os.set_blocking(write_end, False)
+            signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+            self._watcher = threading.Thread(
+                target=self._watch, args=(read_end,), name="tf_mgpu signals", daemon=True
+            )
+            self._watcher.start()
 
-    def start_training(self, strategy, multi_worker: bool) -> None:
-        """From now on a signal waits for the next step boundary; call after the strategy exists."""
-        if multi_worker:
-            self._agree = _any_worker(strategy)
-        self._training = True
+    def start_training(self) -> None:
+        """Call after the strategy exists: ours again, after TensorFlow's own handler."""
         self.install()
-        if self.requested:  # arrived while TensorFlow's handler was installed, or just now
-            raise Stopped(self._before_training())
+        if self.requested:  # arrived while TensorFlow's handler was installed
+            self._exit_now()
 
-    def agreed(self) -> bool:
-        """Whether any worker was asked to stop; collective under MultiWorkerMirroredStrategy."""
-        local = self.requested is not None
-        if self._agree is None:
-            return local
-        # Decide on the all-reduced value only: a signal that lands during the
-        # collective must wait for the next boundary, or this worker would stop
-        # alone while the others train on (and their next collective fails).
-        agreed = self._agree(float(local)) > 0
-        if agreed and not local:
-            self.requested = self.requested or "a signal to another worker"
-        return agreed
+    def compiling(self) -> None:
+        """The calls compile now: nothing changes, so a signal ends the run at once."""
+        self._at_stake, self._phase = False, "while compiling"
+        if self.requested:
+            self._exit_now()
+
+    def training(self) -> None:
+        """From now on a signal waits for the end of the current call, which saves."""
+        self._at_stake = True
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """A write that must finish: a signal meanwhile ends the run right after it."""
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+        if self.requested and not self._at_stake and not self._deferred:
+            self._exit_now()
 
     def _handle(self, number: int, frame) -> None:
         del frame
         self.requested = self.requested or signal.Signals(number).name
-        if not self._training:
-            # Exit here rather than raise: the signal may land anywhere, and code it
-            # lands in may catch the exception and raise another (TensorFlow's import
-            # turns it into "TypeError: unsupported callable", with a traceback).
-            print(errors.line(Stopped(self._before_training())), file=sys.stderr, flush=True)
-            os._exit(errors.EXIT_STOPPED)
+        if not self._at_stake and not self._deferred:
+            self._exit_now()
 
-    def _before_training(self) -> str:
-        return f"{self.requested} before training started; nothing to save"
+    def _watch(self, read_end: int) -> None:
+        """The wakeup thread: a signal's number arrives here at once, whatever the main
+        thread is doing."""
+        while True:
+            try:
+                data = os.read(read_end, 16)
+            except OSError:
+                return
+            if not data:
+                return
+            numbers = [n for n in data if n in _SIGNALS]
+            if numbers and not self._at_stake and not self._deferred:
+                self.requested = self.requested or signal.Signals(numbers[0]).name
+                self._exit_now()
 
-
-def _any_worker(strategy):
-    """The sum over every replica of each worker's flag (see `strategies.replica_sum`)."""
-    from tf_mgpu.engine import strategies  # here, so main can install the handlers before TF loads
-
-    total = strategies.replica_sum(strategy)
-    return lambda flag: float(total(flag))
+    def _exit_now(self) -> None:
+        # Exit here rather than raise: the signal may land anywhere, and code it
+        # lands in may catch the exception and raise another (TensorFlow's import
+        # turns it into "TypeError: unsupported callable", with a traceback).
+        if not self._exiting.acquire(blocking=False):
+            return  # the other path is exiting
+        what = f"{self.requested} {self._phase}; nothing to save"
+        print(errors.line(Stopped(what)), file=sys.stderr, flush=True)
+        os._exit(errors.EXIT_STOPPED)

@@ -16,6 +16,7 @@ from tf_mgpu.engine import (
     jit,
     loop,
     metrics,
+    pace,
     placement,
     schedules,
     source,
@@ -56,7 +57,12 @@ class Trainer:
         self.eval_batch = config.batch_size * replicas
         self.train_examples = len(datasets.train)
         self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
-        self.steps_per_loop = config.steps_per_loop
+        # Steps per call: sized by time, capped by an explicit --steps_per_loop, which also
+        # sets the blocks after which the actions between calls run (see engine.pace).
+        steps_per_loop = pace.parse(config.steps_per_loop)
+        self.block = None if steps_per_loop == "auto" else steps_per_loop
+        self.pace = pace.Pace(config.loop_seconds, cap=self.block)
+        self.eval_pace: pace.Pace | None = None  # sized from the training calls, once measured
         self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
         if self.state.own_step and config.accumulation_steps > 1:
             raise UserError(
@@ -81,6 +87,7 @@ class Trainer:
             self._evaluated = {"val": (datasets.validation, self._sums_for(datasets.validation))}
             self._evaluated["test"] = (datasets.test, self.state.test_sums)
         self._train = self._evals = None
+        self._finished = False  # the last train_epoch ran every step of its epoch
         # A tf.data split's loop, made now: its place in the data is saved with each checkpoint.
         self.inputs = self._stream_train()
         self.call_seconds = 0.0  # spent in training calls so far, in this process
@@ -234,19 +241,24 @@ class Trainer:
             self._build_loops()
         started = time.perf_counter()
         epoch, step = self.position()
+        if step >= self.train_steps:  # resumed after the epoch's steps, before its evaluation
+            epoch, step = epoch + 1, 0
         self._train.run(epoch, step, 0)
         for evaluation, _ in self._evals.values():
-            evaluation.run(count=0)
+            evaluation.run(0, 0)
         return time.perf_counter() - started
 
-    def train_epoch(self, between_calls=lambda last: False) -> dict:
-        """The rest of the current epoch, `steps_per_loop` steps per call; collective under MWMS.
+    def train_epoch(self, after_call=None, before_call=None, close: bool = True) -> dict:
+        """The rest of the current epoch, in calls of `pace.count` steps; collective under MWMS.
 
-        `between_calls(last)` runs after every call (`last`: the epoch's
-        training is done); it may save, or stop (raise), or return True to end the
-        epoch there (a Keras callback's `model.stop_training`; the epoch then stays
-        unfinished). Time spent there does not count in the epoch's seconds. Raises
-        Diverged at the first non-finite loss.
+        `before_call(steps)` runs before each call. `after_call(last, block_end)` runs
+        after each (`last`: the epoch's training is done; `block_end`: a block of
+        --steps_per_loop steps ends, or any call under auto); it may save, or stop
+        (raise), or return True to end the epoch there (a Keras callback's
+        `model.stop_training`; the epoch then stays unfinished). Time spent there does
+        not count in the epoch's seconds. With `close`, a finished epoch is counted done
+        here; else `close_epoch` does it (after its evaluation). Raises Diverged at the
+        first non-finite loss.
         """
         if self._train is None:
             self._build_loops()
@@ -254,31 +266,49 @@ class Trainer:
         if start == 0:
             self.state.train_sums.reset()
         seconds, end = 0.0, start
-        for first in range(start, self.train_steps, self.steps_per_loop):
-            count = min(self.steps_per_loop, self.train_steps - first)
+        block_end_at = start + (self.block or 0)
+        while end < self.train_steps:
+            count = min(self.pace.count, self.train_steps - end)
+            if self.block:
+                count = min(count, block_end_at - end)
+            if before_call:
+                before_call(count)
             started = time.perf_counter()
             # A bad example, as its own line (a tf.data split's loop says its own).
             with source.reraise(self._datasets.train):
-                bad = self._train.run(epoch, first, count)
+                bad = self._train.run(epoch, end, count)
             call = time.perf_counter() - started
+            self.pace.record(count, call)
             seconds += call
             self.call_seconds += call
             if bad >= 0:
                 raise Diverged(self._diverged(epoch, bad))
-            end = first + count
-            if between_calls(end == self.train_steps):
+            end += count
+            block_end = not self.block or end >= block_end_at or end == self.train_steps
+            if self.block and end >= block_end_at:
+                block_end_at = end + self.block
+            if after_call and after_call(end == self.train_steps, block_end):
                 break
+            if not after_call:
+                self.pace.follow(self.pace.proposal())
         started = time.perf_counter()
         sums = self.state.train_sums.result()  # reading the sums waits for the last step
         seconds += time.perf_counter() - started
-        if end == self.train_steps:
-            self.state.epoch.assign_add(1)
+        self._finished = end == self.train_steps
+        if close:
+            self.close_epoch()
         trained = (end - start) * self.global_batch  # in this process
         return {
             **metrics.prefixed("train", sums),
             "examples_per_second": trained / seconds,
             "seconds": seconds,
         }
+
+    def close_epoch(self) -> None:
+        """Counts the epoch trained by `train_epoch` done, if its steps all ran."""
+        if self._finished:
+            self.state.epoch.assign_add(1)
+            self._finished = False
 
     def _diverged(self, epoch: int, bad: int) -> str:
         step = epoch * self.train_steps + bad + 1
@@ -288,18 +318,44 @@ class Trainer:
             f"lower --learning_rate"
         )
 
-    def evaluate(self) -> dict:
+    def evaluate(self, before_call=None, after_call=None) -> dict:
         """The loss and every compiled metric over every validation example (`val_*`, if
         there is a validation split) and every test example (`test_*`), summed over every
-        replica."""
+        replica.
+
+        With `after_call`, each split runs in calls sized by time (`eval_pace`), with
+        `before_call(steps)` before each and `after_call()` after (which may stop: raise);
+        without, in one call each.
+        """
         if self._evals is None:
             self._build_loops()
+        if self.eval_pace is None:  # an evaluation step costs less than a training one
+            self.eval_pace = pace.Pace(self.pace.target, first=self.pace.count)
         results = {}
         for prefix, (evaluation, sums) in self._evals.items():
             sums.reset()
-            started = time.perf_counter()
+            total, done = evaluation.steps, 0
             with source.reraise(self._evaluated[prefix][0]), stream_checks.reraise():
-                evaluation.run()
-            self.eval_seconds += time.perf_counter() - started
+                while done < total:
+                    count = min(self.eval_pace.count, total - done) if after_call else total
+                    if before_call:
+                        before_call(count)
+                    started = time.perf_counter()
+                    evaluation.run(done, count)
+                    took = time.perf_counter() - started
+                    self.eval_seconds += took
+                    self.eval_pace.record(count, took)
+                    done += count
+                    if after_call:
+                        after_call()
             results.update(metrics.prefixed(prefix, sums.result()))
         return results
+
+    def expected_seconds(self, steps: int, evaluating: bool = False) -> float | None:
+        """How long a call of `steps` should take, from the calls measured (an evaluation
+        step is taken as costing at most a training step until one is measured)."""
+        if evaluating and self.eval_pace is not None:
+            measured = self.eval_pace.expected_seconds(steps)
+            if measured is not None:
+                return measured
+        return self.pace.expected_seconds(steps)

@@ -45,7 +45,7 @@ def start_line(
         f"tf_mgpu start: strategy={strategies.name_of(strategy)} task={task} replicas={replicas} "
         f"devices={devices} batch_size={config.batch_size}/replica{accumulation} "
         f"global_batch={global_batch} input={inputs or config.input} "
-        f"steps_per_loop={config.steps_per_loop} "
+        f"steps_per_loop={config.steps_per_loop} loop_seconds={config.loop_seconds:g} "
         f"model={model}" + (f" {xla}" if xla else "")
     )
 

@@ -54,6 +54,7 @@ def summary(
         "accumulation_steps": config.accumulation_steps,
         "global_batch": trainer.global_batch,
         "steps_per_epoch": trainer.train_steps,
+        "steps_per_call": trainer.pace.count,  # what the last calls ran (tf_mgpu.engine.pace)
         **schedules.describe(trainer.learning_rate),
         "task_name": trainer.task.name,
         "dtype": trainer.state.model.dtype_policy.name,
