@@ -137,12 +137,23 @@ def uninterrupted(tmp_path_factory):
     [
         ([], "--workers=N is required"),
         (["--workers=0"], "--workers=0: 0 is not a positive integer"),
+        (["--workers=3:2"], "--workers=3:2: MIN 3 is above MAX 2"),
+        (["--workers=2:x"], "--workers=2:x: 'x' is not N or MIN:MAX (positive integers)"),
         (["--workers=2", "--max_restarts=-1"], "--max_restarts=-1"),
         (["--workers=2", "--grace_seconds=nan"], "--grace_seconds must be a finite number"),
         (["--workers=2", "--epochs=1"], "'epochs'; tf_mgpu.main's flags go after --"),
         (["--workers=2", "stray"], "unexpected arguments: stray; tf_mgpu.main's flags go after"),
     ],
-    ids=["workers_missing", "workers_zero", "max_restarts", "grace", "main_flag", "stray"],
+    ids=[
+        "workers_missing",
+        "workers_zero",
+        "min_above_max",
+        "not_min_max",
+        "max_restarts",
+        "grace",
+        "main_flag",
+        "stray",
+    ],
 )
 def test_bad_launcher_flags_are_one_line_and_exit_2(args, named):
     done = quick(*args)
