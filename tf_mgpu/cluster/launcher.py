@@ -332,10 +332,10 @@ class Launcher:
                 why_not = NOT_RESTARTED.get(failure.code)
                 if why_not is None and restarts < self.max_restarts:
                     restarts += 1
+                    lost = self._shrink()
                     self._say(
-                        f"restart {restarts}/{self.max_restarts} after {cause}"
-                        f"{self._shrink(failure)}: starting {self.workers} workers on new "
-                        f"ports, to resume from the last checkpoint"
+                        f"restart {restarts}/{self.max_restarts} after {cause}{lost}: starting "
+                        f"{self.workers} workers on new ports, to resume from the last checkpoint"
                     )
                     continue
                 if why_not is None:
@@ -343,9 +343,9 @@ class Launcher:
                 self._say(f"{cause}; not restarted: {why_not}")
                 return failure.code
 
-    def _shrink(self, failure: Exit) -> str:
-        """With MIN:MAX, sizes the next start without the failed worker (not below MIN);
-        returns what the restart line adds about it."""
+    def _shrink(self) -> str:
+        """With MIN:MAX, sizes the next start without the worker that failed first (not
+        below MIN); returns what the restart line says about it."""
         if self.min_workers == self.max_workers:
             return ""
         spec = f"--workers={self.min_workers}:{self.max_workers}"
