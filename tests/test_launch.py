@@ -1,5 +1,6 @@
 """`python -m tf_mgpu.launch` as users run it: real tf_mgpu.main workers training a user's
-task (examples/two_inputs_task.py), killed and signalled.
+task (examples/two_inputs_task.py; examples/binary_classifier_task.py for a lost worker),
+killed and signalled.
 
 Each launcher runs in its own session with a time bound; its workers die
 with it (PR_SET_PDEATHSIG), so killing the launcher in `finally` ends them
@@ -16,6 +17,8 @@ import subprocess
 import sys
 import time
 
+import h5py
+import numpy as np
 import pytest
 
 from tests import support
@@ -137,12 +140,23 @@ def uninterrupted(tmp_path_factory):
     [
         ([], "--workers=N is required"),
         (["--workers=0"], "--workers=0: 0 is not a positive integer"),
+        (["--workers=3:2"], "--workers=3:2: MIN 3 is above MAX 2"),
+        (["--workers=2:x"], "--workers=2:x: 'x' is not N or MIN:MAX (positive integers)"),
         (["--workers=2", "--max_restarts=-1"], "--max_restarts=-1"),
         (["--workers=2", "--grace_seconds=nan"], "--grace_seconds must be a finite number"),
         (["--workers=2", "--epochs=1"], "'epochs'; tf_mgpu.main's flags go after --"),
         (["--workers=2", "stray"], "unexpected arguments: stray; tf_mgpu.main's flags go after"),
     ],
-    ids=["workers_missing", "workers_zero", "max_restarts", "grace", "main_flag", "stray"],
+    ids=[
+        "workers_missing",
+        "workers_zero",
+        "min_above_max",
+        "not_min_max",
+        "max_restarts",
+        "grace",
+        "main_flag",
+        "stray",
+    ],
 )
 def test_bad_launcher_flags_are_one_line_and_exit_2(args, named):
     done = quick(*args)
@@ -240,3 +254,110 @@ def test_sigterm_to_the_launcher_saves_on_every_worker_and_exits_75(tmp_path):
         ), stopped.tail()
     assert launcher_lines(stopped)[-1].startswith("tf_mgpu launch: SIGTERM: the workers stopped")
     assert "restart 1/" not in stopped.stderr, stopped.tail()
+
+
+# examples/binary_classifier_task.py (no dropout, whose masks follow the layout) in float64:
+# 1,024 examples, so 10 steps of a global batch of 96 per epoch; a call of 2 steps and a
+# checkpoint after each (a save takes about 0.3 s on 3 workers here: the kill lands before
+# the next one).
+ELASTIC_STEPS = 10
+# Seconds for the launcher's run, restart included: 25-38 s here (5 runs on 2 cores shared
+# with other work; the whole test 33-67 s).
+ELASTIC_BOUND = 120
+# The largest |difference| of any final weight (and of the test loss) between 3 workers, one
+# lost for good in epoch 2 and 2 going on at 48 per replica, and one process at 96, in
+# float64: 2.2e-16 in each of 5 runs, an ulp (the layouts sum the gradient in other orders,
+# and one process compiles with XLA); 45x that for margin. A learning rate 0.1% off
+# (--learning_rate=0.1001 for the task's 0.1) moves them by 2.4e-3.
+WEIGHTS_BOUND = 1e-14
+
+
+def elastic_args(model_dir: pathlib.Path, *extra: str) -> list[str]:
+    return [
+        f"--task={support.ROOT / 'examples' / 'binary_classifier_task.py'}",
+        f"--model_dir={model_dir}",
+        "--dtype=float64",
+        "--epochs=3",
+        "--seed=5",
+        "--steps_per_loop=2",
+        "--checkpoint_steps=2",
+        "--startup_timeout=60",
+        *extra,
+    ]
+
+
+def final_weights(model_dir: pathlib.Path) -> dict[str, np.ndarray]:
+    """Every array of the chief's model.weights.h5 (the model's and the optimizer's)."""
+    found = {}
+    with h5py.File(model_dir / "model.weights.h5", "r") as weights:
+        weights.visititems(
+            lambda name, item: (
+                found.update({name: item[()]}) if isinstance(item, h5py.Dataset) else None
+            )
+        )
+    return found
+
+
+@pytest.mark.cluster
+def test_three_workers_lose_one_for_good_and_two_end_as_one_process_does(tmp_path):
+    began = time.monotonic()
+    # The reference: one process, never interrupted, at the same global batch.
+    reference_dir = tmp_path / "reference"
+    reference = support.run_main(
+        elastic_args(reference_dir, "--strategy=one_device", "--batch_size=96"),
+        tmp_path / "reference_logs",
+        timeout=60,
+    )
+    assert reference.returncode == 0, reference.tail()
+
+    model_dir = tmp_path / "model"
+    main_flags = ["--strategy=multi_worker_mirrored", "--batch_size=32", *elastic_args(model_dir)]
+    running = Launched(["--workers=2:3", "--max_restarts=1", "--", *main_flags], tmp_path / "logs")
+    try:
+        support.wait_until(
+            lambda: any(
+                ELASTIC_STEPS < step < 2 * ELASTIC_STEPS
+                for step in support.checkpoint_steps(model_dir)
+            ),
+            60,
+            "a checkpoint in epoch 2",
+        )
+        os.killpg(running.starts()[0]["worker:0"], signal.SIGKILL)  # the chief, and its trainer
+        done = running.wait(ELASTIC_BOUND)
+    finally:
+        running.wait(0)
+    seconds = time.monotonic() - began
+    print(f"reference {reference.seconds:.1f} s, launcher {done.seconds:.1f} s, {seconds:.1f} s")
+    assert done.returncode == 0, done.tail()
+    assert [sorted(start) for start in running.starts()] == [
+        ["worker:0", "worker:1", "worker:2"],
+        ["worker:0", "worker:1"],
+    ], done.tail()
+    assert (
+        "tf_mgpu launch: restart 1/1 after worker:0 exit 137 (killed by SIGKILL), taken as lost "
+        "(--workers=2:3): starting 2 workers on new ports, to resume from the last checkpoint"
+    ) in launcher_lines(done), done.tail()
+    assert (
+        "[worker:0] tf_mgpu batch: --batch_size=32 is per replica on --batch_workers=3 "
+        "workers; on 2 each replica takes 48, for the same global batch"
+    ) in done.stdout, done.tail()
+    resumed = re.search(
+        rf"^\[worker:0\] tf_mgpu resume: from .*ckpt-(\d+) \(step \d+: epoch 2, step "
+        rf"([1-9]) of {ELASTIC_STEPS}\)$",
+        done.stdout,
+        re.M,
+    )
+    assert resumed, done.tail()  # mid-epoch
+    ended = summary(model_dir)
+    assert (ended["num_workers"], ended["per_replica_batch"], ended["global_batch"]) == (2, 48, 96)
+    assert [json.loads(line)["epoch"] for line in (model_dir / "metrics.jsonl").open()] == [1, 2, 3]
+
+    expected, found = final_weights(reference_dir), final_weights(model_dir)
+    assert sorted(found) == sorted(expected)
+    differences = {
+        name: float(np.max(np.abs(found[name].astype(np.float64) - expected[name])))
+        for name in expected
+    }
+    print(f"resumed from step {resumed[1]}; largest weight difference {max(differences.values())}")
+    assert max(differences.values()) <= WEIGHTS_BOUND, differences
+    assert abs(ended["test_loss"] - summary(reference_dir)["test_loss"]) <= WEIGHTS_BOUND

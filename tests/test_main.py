@@ -208,12 +208,25 @@ def test_user_errors_are_one_line_and_keep_earlier_outputs(
             {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 0}},
             "--strategy=one_device trains on one device",
         ),
+        (
+            ["--batch_size=1", "--batch_workers=3"],
+            {"cluster": TWO_WORKERS, "task": {"type": "worker", "index": 1}},
+            "--batch_size=1 per replica on --batch_workers=3 workers does not split evenly",
+        ),
         (["--manual_dir=/nonexistent"], None, "--manual_dir=/nonexistent lacks"),
         (["--model_dir=/dev/null"], None, "--model_dir=/dev/null is a file"),
         (["--model_dir=/dev/null/run"], None, "--model_dir=/dev/null/run cannot be created"),
         (["--data_dir=/nonexistent/tfds"], None, "MNIST is not prepared in /nonexistent/tfds"),
     ],
-    ids=["tf_config", "one_device_cluster", "manual_dir", "model_dir_file", "model_dir", "data"],
+    ids=[
+        "tf_config",
+        "one_device_cluster",
+        "batch_share",
+        "manual_dir",
+        "model_dir_file",
+        "model_dir",
+        "data",
+    ],
 )
 def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_config, expected):
     # Offline (`unshare -rn`: loopback only), as README's example of missing data runs.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.support import cpu_strategy, fresh_collective_keys, subset
+from tests.support import ROOT, cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import training
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
@@ -183,6 +183,28 @@ def test_scaled_learning_rate_follows_the_global_batch(mnist):
     optimizer = result.state.optimizer
     # Two epochs of 8 steps, warmup over the first 8: the rate has reached its peak.
     assert float(optimizer.learning_rate) == pytest.approx(SMALL.learning_rate * 2)
+
+
+def test_batch_workers_keeps_the_global_batch_and_the_scaled_rate(tmp_path, capsys):
+    # One process, where --batch_size is per replica for 2 workers: its replica takes 2 x 16.
+    config = Config(
+        task=str(ROOT / "tests" / "keras_files" / "loss_reduction.py"),  # SGD at 0.1
+        epochs=1,
+        batch_size=16,
+        batch_workers=2,
+        scale_lr=True,
+        model_dir=str(tmp_path),
+    )
+    summary = training.run(config, strategy=cpu_strategy(1)).summary
+    assert (summary["per_replica_batch"], summary["global_batch"]) == (32, 32)
+    assert summary["learning_rate"] == pytest.approx(0.1 * 32 / 16), "scaled from --batch_size"
+    assert (
+        "tf_mgpu batch: --batch_size=16 is per replica on --batch_workers=2 workers; on 1 each "
+        "replica takes 32, for the same global batch"
+    ) in capsys.readouterr().out
+    # Without the flag the global batch changes: refused, saying what keeps it.
+    with pytest.raises(UserError, match=r"global_batch 32 there, 16 now; .*--batch_workers="):
+        training.run(dataclasses.replace(config, batch_workers=None), strategy=cpu_strategy(1))
 
 
 def test_mixed_bfloat16_trains_and_keeps_float32_weights(mnist):

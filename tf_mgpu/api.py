@@ -3,7 +3,7 @@
 import dataclasses
 
 from tf_mgpu import compile_cache, tasks
-from tf_mgpu.cluster import preflight, tf_config
+from tf_mgpu.cluster import elastic, preflight, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import preflight as mnist_preflight
@@ -22,10 +22,12 @@ def train(task, **settings) -> dict:
 
 def check_before_tensorflow(config: Config, node: tf_config.Task, named: bool = True) -> None:
     """What can be checked in milliseconds, before TensorFlow loads (6 s): the strategy
-    against the cluster, the chief's model dir, the --task name (when `named`), and last,
-    since offline it may wait 5 s for the network, that MNIST can be had for a built-in task.
+    against the cluster, that --batch_workers' batch splits over it, the chief's model dir,
+    the --task name (when `named`), and last, since offline it may wait 5 s for the
+    network, that MNIST can be had for a built-in task.
     """
     preflight.strategy(config.strategy, node, config.num_cpu_devices)
+    elastic.per_replica_batch(config.batch_size, config.batch_workers, node.num_workers)
     if node.is_chief:
         preflight.model_dir(config.model_dir)
     if named:

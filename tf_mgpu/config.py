@@ -21,6 +21,9 @@ class Config:
     strategy: str = "mirrored"
     # Per replica and micro-batch; global batch = batch_size * replicas * accumulation_steps.
     batch_size: int = 64
+    # None, or the worker count batch_size is stated for: on another count, each replica
+    # takes the share of the same global batch (see tf_mgpu.cluster.elastic).
+    batch_workers: int | None = None
     epochs: int = 10
     learning_rate: float | None = None  # None: the compiled optimizer's rate
     seed: int = 0

@@ -2,13 +2,16 @@
 
   python -m tf_mgpu.launch --workers=2 -- --strategy=multi_worker_mirrored --manual_dir=DIR
   python -m tf_mgpu.launch --workers=3 --max_restarts=2 -- --flagfile=flags/multi_worker.cfg
+  python -m tf_mgpu.launch --workers=2:3 --max_restarts=2 -- --flagfile=flags/multi_worker.cfg
 
 Everything after `--` goes to every worker's `python -m tf_mgpu.main`
 unchanged; each worker gets its own TF_CONFIG on free loopback ports, and
 every line it prints starts with its name, `[worker:1] `. Ctrl-C or SIGTERM
 makes every worker save a checkpoint and exit 75 (a second one kills them).
 When a worker fails, the others are stopped; --max_restarts starts them all
-again, and training resumes from the checkpoint in main's --model_dir.
+again, and training resumes from the checkpoint in main's --model_dir; with
+--workers=MIN:MAX each restart leaves out the worker that failed first, down
+to MIN workers, at the same global batch (main's --batch_workers=MAX).
 Exits with the first failing worker's exit code: see tf_mgpu/errors.py and docs/failures.md.
 """
 
@@ -20,14 +23,33 @@ import sys
 from absl import app, flags
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import launcher
+from tf_mgpu.cluster import elastic, launcher
 
-_WORKERS = flags.DEFINE_integer(
+
+class _WorkersParser(flags.ArgumentParser):
+    """N, or MIN:MAX, as (MIN, MAX)."""
+
+    syntactic_help = "N or MIN:MAX"
+
+    def parse(self, argument) -> tuple[int, int]:
+        if isinstance(argument, tuple):
+            return argument
+        return elastic.parse_workers(argument)
+
+    def flag_type(self) -> str:
+        return "N or MIN:MAX"
+
+
+_WORKERS = flags.DEFINE(
+    _WorkersParser(),
     "workers",
     None,
     "Worker processes to start on this machine, each a task of TF_CONFIG (on CPUs, one "
-    "replica each). Required.",
-    lower_bound=1,
+    "replica each): N, or MIN:MAX to go on with fewer when a worker is lost. With MIN:MAX "
+    "the group starts with MAX; each restart (--max_restarts) leaves out the worker that "
+    "failed first, taken as lost for good, while at least MIN remain (at MIN it restarts "
+    "MIN), and every worker gets main's --batch_workers=MAX, so the global batch stays the "
+    "same. Required.",
 )
 _MAX_RESTARTS = flags.DEFINE_integer(
     "max_restarts",
@@ -77,10 +99,12 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
+    minimum, maximum = _WORKERS.value
     sys.exit(
         launcher.Launcher(
             argv[1:],
-            workers=_WORKERS.value,
+            workers=maximum,
+            min_workers=minimum,
             max_restarts=_MAX_RESTARTS.value,
             grace=_GRACE_SECONDS.value,
         ).run()

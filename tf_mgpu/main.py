@@ -49,6 +49,15 @@ _BATCH_SIZE = flags.DEFINE_integer(
     "replicas in sync times --accumulation_steps, and is printed at start.",
     lower_bound=1,
 )
+_BATCH_WORKERS = flags.DEFINE_integer(
+    "batch_workers",
+    None,
+    "The worker count --batch_size is per replica for: on another count of workers each "
+    "replica takes batch_size x batch_workers / workers examples, so the global batch stays "
+    "the same and a checkpoint resumes exactly (exit 3 if that is not whole). "
+    "`tf_mgpu.launch --workers=MIN:MAX` passes MAX. Default: --batch_size on any count.",
+    lower_bound=1,
+)
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Passes over the training split.", lower_bound=1)
 _LEARNING_RATE = flags.DEFINE_float(
     "learning_rate",
@@ -268,6 +277,7 @@ _ALL_FLAGS = (
     _TASK,
     _STRATEGY,
     _BATCH_SIZE,
+    _BATCH_WORKERS,
     _EPOCHS,
     _LEARNING_RATE,
     _SEED,

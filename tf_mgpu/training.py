@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 
 from tf_mgpu import failures, timing
-from tf_mgpu.cluster import preflight, supervisor, tf_config
+from tf_mgpu.cluster import elastic, preflight, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine import (
     actions,
@@ -101,6 +101,8 @@ def run(
     # would leave its peers waiting for it.
     outputs.check()
     preflight.strategy(config.strategy, node, config.num_cpu_devices)
+    stated_batch = config.batch_size
+    config = _batch_for(config, node)
     with clock.phase("build"):
         if strategy is None:  # before the task file runs: it may create TensorFlow objects
             devices.grow_gpu_memory(config.memory_growth)
@@ -108,6 +110,8 @@ def run(
         work = adapter.load(config.task if task is None else task)
         # --dtype, else the policy the task file set (float32 if none).
         config = dataclasses.replace(config, dtype=config.dtype or work.dtype)
+        if config.batch_workers is not None:  # --scale_lr's rate is for the stated batch
+            work = dataclasses.replace(work, reference_batch=work.reference_batch or stated_batch)
         if strategy is None:
             supervisor.notify("joining")
             strategy = strategies.create(config.strategy, node)
@@ -165,6 +169,20 @@ def run(
         )
     finally:
         logs.close()
+
+
+def _batch_for(config: Config, node: tf_config.Task) -> Config:
+    """`config` with --batch_size for this cluster: with --batch_workers, each replica's
+    share of the same global batch on `node.num_workers` workers (the chief says so)."""
+    batch = elastic.per_replica_batch(config.batch_size, config.batch_workers, node.num_workers)
+    if batch != config.batch_size and node.is_chief:
+        print(
+            f"tf_mgpu batch: --batch_size={config.batch_size} is per replica on "
+            f"--batch_workers={config.batch_workers} workers; on {node.num_workers} each "
+            f"replica takes {batch}, for the same global batch",
+            flush=True,
+        )
+    return dataclasses.replace(config, batch_size=batch)
 
 
 def _train(run: _Run) -> Result | None:
@@ -361,6 +379,10 @@ def _export(trainer: Trainer, model_dir: str) -> list[str]:
     return (trainer.task.export or export.save)(trainer.state.model, model_dir)
 
 
+# What a refused global batch adds: a run resumed on another worker count keeps it so.
+_ELSEWHERE = " (on another worker count, with --batch_workers=<its worker count>)"
+
+
 def _resume(run: _Run) -> list[dict]:
     """Restores the newest checkpoint if `config.model_dir` has one from this run.
 
@@ -382,8 +404,9 @@ def _resume(run: _Run) -> list[dict]:
         if why:
             raise UserError(
                 f"--model_dir={config.model_dir} holds a run with {why}; rerun with that "
-                f"run's flags (its flags.txt) to resume it, pass --clean to start over "
-                f"there, or choose another --model_dir"
+                f"run's flags (its flags.txt) to resume it"
+                + (_ELSEWHERE if saved.get("global_batch") != trainer.global_batch else "")
+                + ", pass --clean to start over there, or choose another --model_dir"
             )
     restored = checkpoints.restore()
     if restored is None:

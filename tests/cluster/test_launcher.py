@@ -262,6 +262,84 @@ def test_failures_that_would_recur_are_not_restarted(tmp_path, code, why):
     assert why in launcher_lines(err)[-1], err
 
 
+def test_min_max_restarts_without_the_failed_worker_at_the_same_global_batch(tmp_path):
+    code, _, err = launch(
+        tmp_path,
+        "--fail=1:137",
+        "--fail_starts=1",
+        "--others=6",
+        "--linger=0.2",
+        workers=3,
+        min_workers=2,
+        max_restarts=2,
+    )
+    assert code == 0, err
+    assert launcher_lines(err)[-2] == (
+        "tf_mgpu launch: restart 1/2 after worker:1 exit 137 (killed by SIGKILL), taken as "
+        "lost (--workers=2:3): starting 2 workers on new ports, to resume from the last "
+        "checkpoint"
+    ), err
+    assert [len(starts(tmp_path, rank)) for rank in range(3)] == [2, 2, 1]
+    for rank in range(2):
+        first, second = starts(tmp_path, rank)
+        assert len(json.loads(first["env"]["TF_CONFIG"])["cluster"]["worker"]) == 3
+        assert len(json.loads(second["env"]["TF_CONFIG"])["cluster"]["worker"]) == 2
+        # First, so that main's own flags (a flagfile's too) may set another value.
+        assert first["argv"][0] == second["argv"][0] == "--batch_workers=3", first["argv"]
+        assert second["argv"][-1] == "--noclean", second["argv"]
+
+
+def test_at_min_the_group_restarts_whole_until_restarts_run_out(tmp_path):
+    code, _, err = launch(
+        tmp_path,
+        "--fail=0:137",
+        "--others=6",
+        "--linger=0.1",
+        workers=3,
+        min_workers=2,
+        max_restarts=3,
+    )
+    assert code == 137, err
+    assert [len(starts(tmp_path, rank)) for rank in range(3)] == [4, 4, 1]
+    restarts = [line for line in launcher_lines(err) if " restart " in line]
+    assert [line.split(": starting ")[0].split("SIGKILL)")[1] for line in restarts] == [
+        ", taken as lost (--workers=2:3)",
+        " (--workers=2:3: at the minimum, the group restarts whole)",
+        " (--workers=2:3: at the minimum, the group restarts whole)",
+    ], err
+    assert launcher_lines(err)[-1].endswith("no restarts left (--max_restarts=3)"), err
+
+
+def test_min_max_does_not_restart_what_would_recur(tmp_path):
+    code, _, err = launch(
+        tmp_path, "--fail=1:3", "--linger=0.1", workers=3, min_workers=1, max_restarts=2
+    )
+    assert code == errors.EXIT_USER_ERROR, err
+    assert len(starts(tmp_path, 0)) == 1, err
+    assert "bad input fails the same way again" in launcher_lines(err)[-1], err
+
+
+def test_a_lost_port_is_no_lost_worker(tmp_path):
+    code, _, err = launch(
+        tmp_path,
+        "--fail=1:1",
+        "--fail_starts=1",
+        "--stderr=RuntimeError: Could not start gRPC server",
+        "--others=6",
+        "--linger=0.1",
+        workers=3,
+        min_workers=1,
+    )
+    assert code == 0, err
+    assert [len(starts(tmp_path, rank)) for rank in range(3)] == [2, 2, 2], err
+
+
+def test_min_workers_is_between_one_and_workers():
+    for minimum in (0, 4):
+        with pytest.raises(ValueError, match=f"min_workers={minimum} is not in 1..3"):
+            launcher.Launcher([], workers=3, min_workers=minimum)
+
+
 def test_a_lost_port_starts_again_without_counting_a_restart(tmp_path):
     code, _, err = launch(
         tmp_path,

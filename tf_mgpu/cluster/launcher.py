@@ -15,7 +15,11 @@ the trainer owns resume. The launcher
   waiting for its peers), then after as long again SIGKILL;
 - with `max_restarts`, starts the whole group again after a failure, with
   the same flags, so that training resumes from the last checkpoint in
-  --model_dir. A worker never restarts itself.
+  --model_dir. A worker never restarts itself;
+- with `min_workers` below `workers`, restarts without the worker that
+  failed first, taken as lost for good, while at least `min_workers` remain,
+  and passes main `--batch_workers=<workers>` so that the global batch stays
+  the same (see tf_mgpu.cluster.elastic).
 
 `Launcher.run` returns the exit code for the launcher: the first failing
 worker's (128 + N for a worker killed by signal N), or 0 when every worker
@@ -38,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO, TextIO
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import local
+from tf_mgpu.cluster import elastic, local
 
 MAIN = (sys.executable, "-m", "tf_mgpu.main")
 SEPARATOR = "--"
@@ -279,11 +283,15 @@ class _Signals:
 class Launcher:
     """Starts, watches and restarts the group; `run` returns the exit code to use.
 
-    `program` is the command before main's flags; tests put stand-ins there.
+    `workers` is the size of the group's next start: at first the most it has
+    (`max_workers`), one fewer after each restarted failure down to
+    `min_workers` (None: `workers`; the group never shrinks). `program` is the
+    command before main's flags; tests put stand-ins there.
     """
 
     main_args: Sequence[str]
     workers: int
+    min_workers: int | None = None
     max_restarts: int = 0
     grace: float = 10.0
     program: Sequence[str] = MAIN
@@ -294,6 +302,13 @@ class Launcher:
         self.out = self.out or sys.stdout
         self.err = self.err or sys.stderr
         self._lock = threading.Lock()
+        self.max_workers = self.workers
+        self.min_workers = self.workers if self.min_workers is None else self.min_workers
+        if not 1 <= self.min_workers <= self.workers:
+            raise ValueError(f"min_workers={self.min_workers} is not in 1..{self.workers}")
+        if self.min_workers < self.workers:
+            # First: main's own flags (a flagfile's included) may set another value.
+            self.main_args = [f"--{elastic.BATCH_FLAG}={self.workers}", *self.main_args]
 
     def run(self) -> int:
         restarts, port_retries = 0, 0
@@ -317,8 +332,9 @@ class Launcher:
                 why_not = NOT_RESTARTED.get(failure.code)
                 if why_not is None and restarts < self.max_restarts:
                     restarts += 1
+                    lost = self._shrink()
                     self._say(
-                        f"restart {restarts}/{self.max_restarts} after {cause}: starting "
+                        f"restart {restarts}/{self.max_restarts} after {cause}{lost}: starting "
                         f"{self.workers} workers on new ports, to resume from the last checkpoint"
                     )
                     continue
@@ -326,6 +342,17 @@ class Launcher:
                     why_not = f"no restarts left (--max_restarts={self.max_restarts})"
                 self._say(f"{cause}; not restarted: {why_not}")
                 return failure.code
+
+    def _shrink(self) -> str:
+        """With MIN:MAX, sizes the next start without the worker that failed first (not
+        below MIN); returns what the restart line says about it."""
+        if self.min_workers == self.max_workers:
+            return ""
+        spec = f"--workers={self.min_workers}:{self.max_workers}"
+        if self.workers == self.min_workers:
+            return f" ({spec}: at the minimum, the group restarts whole)"
+        self.workers = elastic.next_size(self.workers, self.min_workers)
+        return f", taken as lost ({spec})"
 
     def _run_group(self, signals: _Signals, restart: bool) -> tuple[list[Exit], bool]:
         """Starts every worker, waits for all of them; returns their exits and whether a
