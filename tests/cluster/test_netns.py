@@ -9,6 +9,8 @@ the namespace as root; the namespace through a user namespace (root without
 CAP_SYS_ADMIN, as a user without privileges gets it); the kernel refusing
 (a seccomp filter makes unshare fail with EPERM, as it does in many
 containers); and --noprivate_network. No TensorFlow: about a second each.
+The last test shows why the launcher enters before it starts any thread.
+tests/test_launch.py trains real workers in the namespace.
 """
 
 import contextlib
@@ -109,8 +111,9 @@ def other_address() -> str | None:
 
 
 NO_OTHER_ADDRESS = (
-    "this machine has no IPv4 address but loopback (no default route in /proc/net/route, and "
-    "its host name resolves to 127.x): nothing to try the ports from outside on"
+    "this machine has no IPv4 address but loopback (no default route with one in "
+    "/proc/net/route, and its host name resolves to 127.x or not at all): nothing to try the "
+    "ports from outside on"
 )
 
 
