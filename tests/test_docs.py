@@ -18,8 +18,8 @@ from tests.support import ROOT, environment
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-# Flags of other programs the pages name (srun, sbatch, pip, tensorboard, torchrun, ...).
-OTHER_PROGRAMS_FLAGS = {"inspect", "logdir", "label", "nodes", "time", "output", "wait"}
+# Flags of other programs the pages name (srun, sbatch, pip, tensorboard, torchrun, iptables...).
+OTHER_PROGRAMS_FLAGS = {"inspect", "logdir", "label", "nodes", "time", "output", "wait", "dport"}
 # Every command a page may name a flag of, whether or not a fenced block runs it.
 COMMANDS = (
     "tf_mgpu.main",

@@ -23,6 +23,7 @@ import pytest
 
 from tests import support
 from tf_mgpu import errors
+from tf_mgpu.cluster import netns
 
 STEPS_PER_LOOP = 8
 RUN_BOUND = 240  # seconds for one launcher run, restarts included
@@ -116,6 +117,16 @@ def mid_training(model_dir: pathlib.Path) -> bool:
     return bool(support.checkpoint_steps(model_dir)) and not (model_dir / "summary.json").exists()
 
 
+def private_network_allowed() -> bool:
+    """Whether the kernel gives a new process a private network namespace."""
+    code = "from tf_mgpu.cluster import netns; print(netns.enter().private)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=support.ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip() == "True"
+
+
 def launcher_lines(finished: support.Finished) -> list[str]:
     return [line for line in finished.stderr.splitlines() if line.startswith("tf_mgpu launch: ")]
 
@@ -168,7 +179,7 @@ def test_bad_launcher_flags_are_one_line_and_exit_2(args, named):
 
 def test_helpfull_explains_the_flags_and_the_separator():
     done = quick("--helpfull")
-    for name in ("--workers", "--max_restarts", "--grace_seconds"):
+    for name in ("--workers", "--max_restarts", "--grace_seconds", "--[no]private_network"):
         assert name in done.stdout, name
     assert "Everything after `--` goes to every worker" in done.stdout, done.stdout
 
@@ -194,7 +205,13 @@ def test_two_workers_train_one_model_with_their_output_prefixed(uninterrupted):
     assert "(identical on all 2 workers)" in done.stdout, done.tail()
     assert summary(model_dir)["replicas"] == 2
     assert [json.loads(line)["epoch"] for line in (model_dir / "metrics.jsonl").open()] == [1, 2]
-    assert len(launcher_lines(done)) == 1, done.tail()  # started; nothing else went wrong
+    ports, started = launcher_lines(done)  # nothing else went wrong
+    # By default, in a private network namespace where the kernel allows one: then real
+    # workers trained over its loopback. tests/cluster/test_netns.py checks that the line
+    # tells the truth.
+    private = ports == f"tf_mgpu launch: {netns.Network(private=True).line()}"
+    assert private == private_network_allowed(), done.tail()
+    assert " started worker:0 " in started, done.tail()
 
 
 @pytest.mark.cluster

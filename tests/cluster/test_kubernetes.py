@@ -100,6 +100,27 @@ def test_the_example_manifest_sets_what_the_derivation_reads():
     assert "--cluster_resolver=kubernetes" in text
 
 
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("indexed-job.yaml", "job-name"), ("tfjob.yaml", "training.kubeflow.org/job-name")],
+)
+def test_the_network_policy_admits_only_the_jobs_pods_to_the_worker_port(name, label):
+    """TensorFlow's gRPC server runs what anyone who reaches it sends: the policy guards the
+    job's pods (by the label the Job controller or the operator puts on them) and admits
+    only them, on the port the workers listen on."""
+    workload, _, policy = (MANIFEST.parent / name).read_text().partition("kind: NetworkPolicy")
+    assert policy, f"{name} has no NetworkPolicy"
+    job = re.search(r"^kind: (?:Job|TFJob)\nmetadata:\n  name: (\S+)", workload, re.M)[1]
+    guarded_and_admitted = re.findall(r"matchLabels:\n\s+(\S+): (\S+)", policy)
+    assert guarded_and_admitted == [(label, job)] * 2, policy
+    assert re.findall(r"policyTypes:\n\s+- (\w+)", policy) == ["Ingress"], policy
+    service = re.search(r"selector:\n\s+(\S+): (\S+)", workload)
+    assert service is None or service.groups() == (label, job), "the Service selects others"
+    ports = set(re.findall(r"containerPort: (\d+)", workload))
+    assert len(ports) == 1, ports
+    assert re.findall(r"^\s+port: (\d+)", policy, re.M) == list(ports), policy
+
+
 def test_main_outside_an_indexed_job_is_one_line(tmp_path):
     environment = {
         k: v for k, v in support.environment().items() if not k.startswith(("JOB_", "TF_MGPU_"))

@@ -122,6 +122,13 @@ def test_each_rank_has_its_own_task_in_one_cluster():
         }
         assert env["HOME"] == "/h"
         assert env["PYTHONUNBUFFERED"] == "1", "lines would arrive when a pipe buffer fills"
+        assert "TF_MGPU_PRIVATE_NETWORK" not in env
+    told = launcher.worker_environment(
+        spec, 0, base={"TF_MGPU_PRIVATE_NETWORK": "1"}, private_network=False
+    )
+    assert "TF_MGPU_PRIVATE_NETWORK" not in told, "a worker with a network is told it has none"
+    told = launcher.worker_environment(spec, 0, base={}, private_network=True)
+    assert told["TF_MGPU_PRIVATE_NETWORK"] == "1"
 
 
 def test_a_restart_never_cleans():
@@ -188,7 +195,11 @@ def test_every_worker_runs_with_its_own_tf_config_and_prefixed_output(tmp_path):
     assert all(c["cluster"] == {"worker": addresses} for c in configs), configs
     assert len(set(addresses)) == 3, addresses
     assert starts(tmp_path, 1)[0]["argv"] == [f"--runs={tmp_path / 'runs'}", "--epochs=1"]
-    (started,) = launcher_lines(err)
+    ports, started = launcher_lines(err)
+    assert ports == (
+        "tf_mgpu launch: workers' ports: reachable from other hosts (--noprivate_network); "
+        "see docs/multi-worker.md"
+    ), "tests/cluster/test_netns.py runs the launcher in a namespace, in a process of its own"
     for rank, address in enumerate(addresses):
         assert f"worker:{rank} (pid {starts(tmp_path, rank)[0]['pid']}, {address})" in started
 
@@ -197,7 +208,7 @@ def test_a_failure_gives_the_others_grace_to_exit_on_their_own(tmp_path):
     code, _, err = launch(tmp_path, "--fail=1:7", "--others=6", "--linger=0.3", grace=10)
     assert code == 7, err
     assert "SIGTERM" not in err, err
-    assert launcher_lines(err)[1:] == [
+    assert launcher_lines(err)[2:] == [
         "tf_mgpu launch: worker:1 exit 7; the others have 10 s to stop on their own",
         "tf_mgpu launch: worker:1 exit 7; not restarted: no restarts left (--max_restarts=0)",
     ]

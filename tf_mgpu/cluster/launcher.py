@@ -3,6 +3,10 @@
 The split of work is torchrun's: the launcher owns the processes' lifetime,
 the trainer owns resume. The launcher
 
+- with `private_network`, first moves itself into a network namespace of its
+  own that holds only loopback, where the kernel allows (tf_mgpu.cluster.netns):
+  the workers' ports (TensorFlow's gRPC servers bind every interface) are then
+  reachable by the workers only; a line says which case holds;
 - gives every worker its own TF_CONFIG, on loopback ports that are free
   when the group starts (a fresh set for every start);
 - prints every line a worker writes, after its name: `[worker:1] epoch ...`
@@ -42,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO, TextIO
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import elastic, local
+from tf_mgpu.cluster import elastic, local, netns
 
 MAIN = (sys.executable, "-m", "tf_mgpu.main")
 SEPARATOR = "--"
@@ -116,12 +120,16 @@ def worker_command(
 
 
 def worker_environment(
-    spec: dict, rank: int, base: Mapping[str, str] = os.environ
+    spec: dict, rank: int, base: Mapping[str, str] = os.environ, private_network: bool = False
 ) -> dict[str, str]:
     """`base` with worker `rank`'s TF_CONFIG. Python's output is unbuffered, so that each
-    line shows when it is written, not when a pipe's buffer fills."""
+    line shows when it is written, not when a pipe's buffer fills. A worker in a private
+    network namespace is told so (netns.ENV), to name it when a download fails."""
     env = local.environment(local.tf_config(spec, "worker", rank), base)
     env["PYTHONUNBUFFERED"] = "1"
+    env.pop(netns.ENV, None)
+    if private_network:
+        env[netns.ENV] = "1"
     return env
 
 
@@ -287,6 +295,9 @@ class Launcher:
     (`max_workers`), one fewer after each restarted failure down to
     `min_workers` (None: `workers`; the group never shrinks). `program` is the
     command before main's flags; tests put stand-ins there.
+    `private_network` moves this whole process (the thread that calls `run`, where
+    others already run) into a network namespace of its own, for good: the command
+    line's default, but no library call's.
     """
 
     main_args: Sequence[str]
@@ -297,6 +308,7 @@ class Launcher:
     program: Sequence[str] = MAIN
     out: TextIO | None = None  # default: sys.stdout at run time
     err: TextIO | None = None  # default: sys.stderr at run time
+    private_network: bool = False
 
     def __post_init__(self):
         self.out = self.out or sys.stdout
@@ -309,8 +321,12 @@ class Launcher:
         if self.min_workers < self.workers:
             # First: main's own flags (a flagfile's included) may set another value.
             self.main_args = [f"--{elastic.BATCH_FLAG}={self.workers}", *self.main_args]
+        self._network = netns.off("--noprivate_network")
 
     def run(self) -> int:
+        if self.private_network:  # before any worker or thread starts: they inherit it
+            self._network = netns.enter()
+        self._say(self._network.line())
         restarts, port_retries = 0, 0
         with _Signals() as signals:
             while True:
@@ -362,7 +378,8 @@ class Launcher:
         group: list[Worker] = []
         try:
             for rank in range(self.workers):
-                group.append(Worker(rank, command, worker_environment(spec, rank)))
+                env = worker_environment(spec, rank, private_network=self._network.private)
+                group.append(Worker(rank, command, env))
             for worker in group:  # only now: no thread runs while the workers fork
                 worker.copy_output(self.out, self.err, self._lock)
             self._say(

@@ -49,6 +49,20 @@ def test_no_data_no_files_and_no_network_is_one_line_naming_both_fixes(tmp_path,
     assert offline == [preflight.DOWNLOAD_HOST]
 
 
+def test_a_launcher_worker_without_network_is_told_why_and_the_way_out(
+    tmp_path, offline, monkeypatch
+):
+    monkeypatch.setenv("TF_MGPU_PRIVATE_NETWORK", "1")  # as tf_mgpu.launch sets it
+    with pytest.raises(UserError, match="cannot be reached") as raised:
+        preflight.data(str(tmp_path), None)
+    assert "tf_mgpu.launch runs its workers without network" in str(raised.value)
+    assert "--noprivate_network" in str(raised.value)
+    monkeypatch.delenv("TF_MGPU_PRIVATE_NETWORK")
+    with pytest.raises(UserError) as raised:
+        preflight.data(str(tmp_path), None)
+    assert "tf_mgpu.launch" not in str(raised.value)
+
+
 def test_prepared_data_or_manual_files_need_no_network(tmp_path, offline):
     put_manual_files(tmp_path / "default" / "downloads" / "manual")
     preflight.data(str(tmp_path / "default"), None)  # TFDS's own manual folder

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 
+from tf_mgpu.cluster import netns
 from tf_mgpu.errors import UserError
 
 MANUAL_FILES = (
@@ -84,11 +85,18 @@ def manual_files_or_network(folder: str) -> str | None:
 
 
 def _offline(folder: str, manual: str) -> UserError:
-    return UserError(
+    why = (
         f"MNIST is not prepared in {folder} and {DOWNLOAD_HOST} cannot be reached to "
         f"download it; offline, pass --manual_dir=DIR where DIR holds the four MNIST .gz "
         f"files, or put them in {manual}"
     )
+    if os.environ.get(netns.ENV) == "1":  # set by the launcher: this machine may be online
+        why += (
+            "; tf_mgpu.launch runs its workers without network (a private network namespace, "
+            "loopback only): download MNIST once without the launcher (any tf_mgpu.main run "
+            "with this --data_dir does), or pass the launcher --noprivate_network"
+        )
+    return UserError(why)
 
 
 def reachable(host: str, port: int, seconds: float) -> bool:
