@@ -140,7 +140,8 @@ _STARTUP_TIMEOUT = flags.DEFINE_float(
     "startup_timeout",
     300.0,
     "Seconds a multi-worker task waits for every other task of TF_CONFIG to start "
-    "before it exits with an error (exit code 5).",
+    "before it exits with an error (exit code 5), and then as long again for them to load "
+    "their data, build the model and resume (exit code 6).",
     lower_bound=1.0,
 )
 _PEER_TIMEOUT = flags.DEFINE_float(

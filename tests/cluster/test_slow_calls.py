@@ -1,8 +1,8 @@
 """A model whose calls outlast --peer_timeout, on real worker processes: it trains, a frozen
 peer is still ended in the stated bound, and SIGTERM saves within seconds.
 
-The model is tests/keras_files/slow_convnet.py (a convnet on 96x96 colour images,
-a step of about half a second to a second here), with --peer_timeout=1: before calls were
+The model is tests/keras_files/slow_convnet.py (a convnet on 128x128 colour images,
+a step of about a second here), with --peer_timeout=1: before calls were
 sized by time and the deadline covered them, both healthy workers of such a run ended
 with exit 6 after a few seconds (measured 2026-11-25 with a similar convnet).
 """
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.cluster
 
 TASK = support.ROOT / "tests" / "keras_files" / "slow_convnet.py"
 PEER_TIMEOUT = 1.0
-LOOP_SECONDS = 3.0  # calls of about 3 s: three times --peer_timeout
+LOOP_SECONDS = 4.0  # calls settle between 2 and 8 s: several times --peer_timeout
 
 
 def worker_args(tmp_path, *extra: str):
@@ -78,12 +78,18 @@ def test_a_frozen_peer_is_ended_within_the_stated_bound(tmp_path):
     finally:
         running["worker:1"].signal_group(signal.SIGKILL)
         support.wait_all(running, 10)
-    line = support.assert_one_line_exit(survivor, errors.EXIT_PEER_LOST, "made no progress")
-    # The bound the survivor stated: --peer_timeout + twice the longest call or gap it saw.
-    stated = float(re.search(r"no progress for ([\d.]+) s", line).group(1))
-    print(f"frozen peer: ended after {ended_after:.1f} s; stated bound {stated:g} s")
-    assert stated <= PEER_TIMEOUT + 2 * 4 * LOOP_SECONDS, line  # calls stay within 2 targets
-    assert ended_after < stated + 5, line
+    line = support.assert_one_line_exit(survivor, errors.EXIT_PEER_LOST, "")
+    # The bound: --peer_timeout + twice the longest call or gap, and calls stay within two
+    # targets. TensorFlow's own heartbeats may see the frozen peer first ("lost worker:1").
+    bound = PEER_TIMEOUT + 2 * 2 * LOOP_SECONDS
+    print(f"frozen peer: ended after {ended_after:.1f} s ({line}); bound {bound:g} s")
+    stated = re.search(r"no progress for ([\d.]+) s", line)
+    if stated:
+        assert float(stated.group(1)) <= bound + LOOP_SECONDS, line  # gaps add a little
+        assert ended_after < float(stated.group(1)) + 5, line
+    else:
+        assert "lost worker:1" in line, line
+    assert ended_after < bound + 5, line
 
 
 def test_sigterm_in_a_long_block_saves_within_seconds_and_resumes(tmp_path, uninterrupted):
@@ -95,7 +101,7 @@ def test_sigterm_in_a_long_block_saves_within_seconds_and_resumes(tmp_path, unin
         support.wait_until(
             lambda: support.checkpoint_steps(tmp_path / "model"), 240, "the first epoch's save"
         )
-        time.sleep(2)  # in the second epoch's block
+        time.sleep(3)  # in the second epoch's block of 8 steps
         running["worker:1"].process.send_signal(signal.SIGTERM)  # its supervisor, as kubelet does
         sent = time.monotonic()
         stopped = support.wait_all(running, 60)

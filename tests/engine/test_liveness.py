@@ -47,7 +47,7 @@ def test_grace_follows_the_expected_call_when_it_is_the_longest():
     ("event", "phase", "limit"),
     [
         ("joining", "joining", 300.0),
-        ("joined", "training", 60.0),
+        ("joined", "preparing", 300.0),
         ("compiling", "compiling", None),
         ("finishing", "finishing", None),
         ("alive", "training", 60.0),

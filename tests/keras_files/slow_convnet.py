@@ -1,4 +1,4 @@
-"""A convnet on 96x96 colour images: a step of about a second on one CPU core.
+"""A convnet on 128x128 colour images: a step of about a second on one CPU core.
 
 As a real model's step on a GPU is slow, this one is slow on a CPU: larger
 images and more filters than MNIST's convnet, nothing else. Synthetic data:
@@ -9,7 +9,7 @@ model has something to learn.
 import keras
 import numpy as np
 
-SIZE = 96
+SIZE = 128
 TRAIN, TEST = 512, 128
 
 
@@ -18,7 +18,7 @@ def build_model():
         [
             keras.Input((SIZE, SIZE, 3)),
             keras.layers.Conv2D(32, 3, activation="relu"),
-            keras.layers.Conv2D(48, 3, activation="relu"),
+            keras.layers.Conv2D(64, 3, activation="relu"),
             keras.layers.MaxPooling2D(),
             keras.layers.Conv2D(64, 3, activation="relu"),
             keras.layers.GlobalAveragePooling2D(),

@@ -16,7 +16,8 @@ trainer runs until it returns. From outside, the parent can:
 - return the trainer's own exit code otherwise, at once.
 
 The trainer reports its progress as words on a pipe (`notify`): 'joining'
-before it waits for peers, 'joined' after, 'compiling' while it compiles and
+before it waits for peers, 'joined' after (then it loads, builds and resumes,
+within --startup_timeout), 'compiling' while it compiles and
 'finishing' once no collective is left (local work: no deadline), and 'alive G'
 before every call, where G is the seconds
 beyond --peer_timeout that the call may take, from what it measured
@@ -118,6 +119,13 @@ def supervise(
                     failure = errors.PeersUnreachable(
                         _never_started(task, addresses, startup_timeout)
                     )
+                elif phase == "preparing":
+                    failure = errors.PeerLost(
+                        f"{task} was not ready to train {limit:g} s after the tasks joined "
+                        f"(--startup_timeout): a peer froze or failed while loading its data or "
+                        f"building its model; rerun the same command on every worker, or raise "
+                        f"--startup_timeout if loading takes longer"
+                    )
                 else:
                     failure = errors.PeerLost(
                         f"{task} made no progress for {limit:g} s (--peer_timeout "
@@ -140,6 +148,8 @@ def _deadline(event: str, startup_timeout: float, peer_timeout: float):
     word, _, grace = event.partition(" ")
     if word == "joining":
         return "joining", startup_timeout
+    if word == "joined":  # loading data, building, resuming: as long as a start may take
+        return "preparing", startup_timeout
     if word in ("compiling", "finishing"):  # local work: no peer can hold it up
         return word, None
     try:
