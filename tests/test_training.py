@@ -218,7 +218,7 @@ def test_mixed_bfloat16_trains_and_keeps_float32_weights(mnist):
 
 
 def test_running_out_of_memory_is_one_line_naming_the_batch_and_the_fixes(mnist, monkeypatch):
-    def exhausted(self, between_calls=None):
+    def exhausted(self, *args, **kwargs):
         raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
 
     monkeypatch.setattr(trainer.Trainer, "train_epoch", exhausted)

@@ -2,7 +2,7 @@
 peer is still ended in the stated bound, and SIGTERM saves within seconds.
 
 The model is tests/keras_files/slow_convnet.py (a convnet on 128x128 colour images,
-a step of about a second here), with --peer_timeout=1: before calls were
+a step of about a second here), with --peer_timeout=3: before calls were
 sized by time and the deadline covered them, both healthy workers of such a run ended
 with exit 6 after a few seconds (measured 2026-11-25 with a similar convnet).
 """
@@ -19,8 +19,10 @@ from tf_mgpu import errors
 pytestmark = pytest.mark.cluster
 
 TASK = support.ROOT / "tests" / "keras_files" / "slow_convnet.py"
-PEER_TIMEOUT = 1.0
-LOOP_SECONDS = 4.0  # calls settle between 2 and 8 s: several times --peer_timeout
+# Calls are measured, but a first save or epoch end is not: --peer_timeout covers those (under
+# a loaded CI a first save of this small model took over 1 s).
+PEER_TIMEOUT = 3.0
+LOOP_SECONDS = 8.0  # calls settle at the whole epoch, about 7 s: over twice --peer_timeout
 
 
 def worker_args(tmp_path, *extra: str):

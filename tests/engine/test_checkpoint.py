@@ -9,7 +9,7 @@ from tests import support
 from tests.keras.helpers import load
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import checkpoint
+from tf_mgpu.engine import actions, checkpoint
 from tf_mgpu.errors import UserError
 
 STEPS_PER_EPOCH = 128  # train[:8192] at a global batch of 64
@@ -53,6 +53,45 @@ def test_a_run_keeps_the_newest_three_checkpoints_by_default(tmp_path):
     assert support.checkpoint_steps(tmp_path / "model") == [48, 56, 64]
     left = {p.name.split(".")[0] for p in (tmp_path / "model" / checkpoint.DIRECTORY).iterdir()}
     assert left == {"ckpt-48", "ckpt-56", "ckpt-64", checkpoint.RUN_FILE.split(".")[0]}, left
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(0.0, [32, 64]), (1e-9, [48, 56, 64])],
+    ids=["by_steps_only", "by_time"],
+)
+def test_checkpoint_secs_saves_between_calls_when_the_time_has_come(tmp_path, seconds, expected):
+    # 1,024 examples at a global batch of 32, blocks of 8 steps: a save is due by time after
+    # every call when the interval is tiny (the newest 3 are kept); with 0, only the epochs'
+    # ends save (checkpoint_steps is out of reach).
+    config = Config(
+        batch_size=32,
+        epochs=2,
+        seed=3,
+        checkpoint_steps=10**6,
+        checkpoint_secs=seconds,
+        steps_per_loop=8,
+        model_dir=str(tmp_path / "model"),
+    )
+    training.run(config, load("loss_reduction"), strategy=support.cpu_strategy(1))
+    assert support.checkpoint_steps(tmp_path / "model") == expected
+
+
+def test_checkpoint_secs_counts_from_the_last_save():
+    class Trainer:
+        def step(self):
+            return 0
+
+    now = [100.0]
+    saving = actions.Checkpointing(
+        Trainer(), None, every=10**6, every_seconds=60, clock=lambda: now[0]
+    )
+    assert not saving.due_by_time()
+    now[0] = 159.9
+    assert not saving.due_by_time()
+    now[0] = 160.0
+    assert saving.due_by_time()
+    assert not actions.Checkpointing(Trainer(), None, every=1, every_seconds=0).due_by_time()
 
 
 def test_a_truncated_latest_checkpoint_is_reported_and_the_previous_one_used(tmp_path):

@@ -25,6 +25,7 @@ def test_everything_runs_by_default_with_shared_references_once():
         ("tf_mgpu", "keras_fit", "steady_examples_per_second"): (">=", 7.0),
         ("tf_mgpu", "seed_torch", "wall_seconds"): ("<=", 0.5),
         ("tf_mgpu_cold", "seed_torch", "wall_seconds"): ("<=", 0.7),
+        ("tf_mgpu", "tf_mgpu_loop500", "steady_examples_per_second"): (">=", 0.97),
         ("tf_mgpu", "tf_mgpu_all_off", "test_accuracy"): ("±", 0.5),
         ("tf_mgpu", "seed_torch", "test_accuracy"): ("±", None),
         ("mirrored_2x64", "single_128", "steady_examples_per_second"): (">=", 0.8),
