@@ -22,7 +22,7 @@ TASK = support.ROOT / "tests" / "keras_files" / "slow_convnet.py"
 # Calls are measured, but a first save or epoch end is not: --peer_timeout covers those (under
 # a loaded CI a first save of this small model took over 1 s).
 PEER_TIMEOUT = 3.0
-LOOP_SECONDS = 8.0  # calls settle at the whole epoch, about 7 s: over twice --peer_timeout
+LOOP_SECONDS = 14.0  # calls settle at 7 s or more (half the target): over twice --peer_timeout
 
 
 def worker_args(tmp_path, *extra: str):
@@ -58,8 +58,9 @@ def test_calls_longer_than_the_peer_timeout_train_to_the_end(uninterrupted):
         assert done.returncode == 0, done.tail()
     chief = uninterrupted["worker:0"]
     assert support.digests(chief)["workers"] == "2", chief.tail()
-    # The calls settled at several times --peer_timeout (the chief's time line says).
-    took = re.search(r"calls: (\d+) steps per call \(~([\d.e+-]+) s each\)", chief.stdout)
+    # The calls settled at several times --peer_timeout (the chief's time line says: at least
+    # half of --loop_seconds, or an epoch's steps).
+    took = re.search(r"calls: up to (\d+) steps per call \(~([\d.e+-]+) s\)", chief.stdout)
     assert took, chief.tail()
     assert float(took.group(2)) > 2 * PEER_TIMEOUT, took.group(0)
 

@@ -87,5 +87,5 @@ class Pace:
     def describe(self) -> str:
         """For the time line: the count calls settled at, and what one takes."""
         took = self.expected_seconds()
-        shown = f" (~{took:.2g} s each)" if took is not None else ""
-        return f"{self.count} steps per call{shown}"
+        shown = f" (~{took:.2g} s)" if took is not None else ""
+        return f"up to {self.count} steps per call{shown}"

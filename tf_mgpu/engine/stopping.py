@@ -46,20 +46,12 @@ class Stop:
         self._deferred = 0  # depth of `deferred()` writes
         self._phase = "before training started"
         self._exiting = threading.Lock()
-        self._watcher: threading.Thread | None = None
 
     def install(self) -> None:
-        """Our handlers, and the wakeup thread (once); call from the main thread."""
+        """Our handlers, and the process's wakeup thread; call from the main thread."""
         for number in _SIGNALS:
             signal.signal(number, self._handle)
-        if self._watcher is None:
-            read_end, write_end = os.pipe()
-            os.set_blocking(write_end, False)
-            signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-            self._watcher = threading.Thread(
-                target=self._watch, args=(read_end,), name="tf_mgpu signals", daemon=True
-            )
-            self._watcher.start()
+        _watch_for(self)
 
     def start_training(self) -> None:
         """Call after the strategy exists: ours again, after TensorFlow's own handler."""
@@ -94,20 +86,11 @@ class Stop:
         if not self._at_stake and not self._deferred:
             self._exit_now()
 
-    def _watch(self, read_end: int) -> None:
-        """The wakeup thread: a signal's number arrives here at once, whatever the main
-        thread is doing."""
-        while True:
-            try:
-                data = os.read(read_end, 16)
-            except OSError:
-                return
-            if not data:
-                return
-            numbers = [n for n in data if n in _SIGNALS]
-            if numbers and not self._at_stake and not self._deferred:
-                self.requested = self.requested or signal.Signals(numbers[0]).name
-                self._exit_now()
+    def _woken(self, numbers: list[int]) -> None:
+        """From the wakeup thread: signals that arrived, whatever the main thread is doing."""
+        if numbers and not self._at_stake and not self._deferred:
+            self.requested = self.requested or signal.Signals(numbers[0]).name
+            self._exit_now()
 
     def _exit_now(self) -> None:
         # Exit here rather than raise: the signal may land anywhere, and code it
@@ -118,3 +101,31 @@ class Stop:
         what = f"{self.requested} {self._phase}; nothing to save"
         print(errors.line(Stopped(what)), file=sys.stderr, flush=True)
         os._exit(errors.EXIT_STOPPED)
+
+
+# One wakeup pipe and thread per process, acting for the Stop installed last (a process that
+# trains several times, as tests and notebooks do, keeps one of each).
+_watched: list[Stop] = []
+
+
+def _watch_for(stop: Stop) -> None:
+    if not _watched:
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        threading.Thread(
+            target=_watch, args=(read_end,), name="tf_mgpu signals", daemon=True
+        ).start()
+        _watched.append(stop)
+    _watched[0] = stop
+
+
+def _watch(read_end: int) -> None:
+    while True:
+        try:
+            data = os.read(read_end, 16)
+        except OSError:
+            return
+        if not data:
+            return
+        _watched[0]._woken([n for n in data if n in _SIGNALS])
