@@ -3,13 +3,15 @@ whose result() returns its state variable, one whose result() computes a tensor.
 
 import dataclasses
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.keras.helpers import FLOAT64, assert_same_weights, load, one_and_two
+from tests.keras.helpers import FLOAT64, assert_same_weights, load, one_and_two, path_of
 from tests.support import cpu_strategy
 from tf_mgpu import training
+from tf_mgpu.config import Config
 from tf_mgpu.engine import metrics
 
 OWN = ("categorical_true_positives", "mean_squared_logit")
@@ -48,6 +50,25 @@ def test_training_figures_of_own_metrics_equal_keras_on_the_training_arrays():
     trained = result.summary["history"][-1]
     for name in OWN:
         assert trained[f"train_{name}"] == pytest.approx(keras_says[name], abs=1e-5), name
+
+
+def test_the_export_keeps_own_metrics_and_reloads_with_them(tmp_path):
+    config = Config(
+        task=str(path_of("custom_metric")), batch_size=16, epochs=1, seed=3, model_dir=str(tmp_path)
+    )
+    result = training.run(config, strategy=cpu_strategy(2))
+    assert result.summary["exports"] == [
+        str(tmp_path / "model.keras"),
+        str(tmp_path / "saved_model"),
+    ]
+    task = load("custom_metric")
+    own = {"CategoricalTruePositives": task.CategoricalTruePositives}
+    own["MeanSquaredLogit"] = task.MeanSquaredLogit
+    reloaded = keras.saving.load_model(tmp_path / "model.keras", custom_objects=own)
+    (_, _), (x_test, y_test) = task.load_data()
+    keras_says = reloaded.evaluate(x_test, y_test, batch_size=256, return_dict=True, verbose=0)
+    for name in OWN:
+        assert result.summary[f"test_{name}"] == pytest.approx(keras_says[name], abs=1e-4), name
 
 
 def test_a_result_that_is_the_state_variable_reads_as_the_sum_over_replicas():

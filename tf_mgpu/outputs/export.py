@@ -13,6 +13,7 @@ export. A task may export otherwise (`export(model, model_dir)`, as the
 built-in MNIST tasks do).
 """
 
+import inspect
 import os
 import shutil
 import tempfile
@@ -77,7 +78,8 @@ def float32_copy(model: keras.Model) -> keras.Model:
     keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
     try:
         try:
-            copy = keras.models.clone_model(model, clone_function=float32_layer)
+            with keras.saving.custom_object_scope(_compile_objects(model)):
+                copy = keras.models.clone_model(model, clone_function=float32_layer)
         except ValueError:  # a subclassed model: Keras clones only graphs of layers
             copy = _rebuilt(model)
     finally:
@@ -94,6 +96,22 @@ def float32_copy(model: keras.Model) -> keras.Model:
         weighted_metrics=None if weighted is None else _fresh_metrics(weighted),
     )
     return copy
+
+
+def _compile_objects(model: keras.Model) -> dict:
+    """The classes and functions of the user's own that compile was given (a metric or a
+    loss written as keras.io writes one, not registered), by the names Keras serializes them
+    under: cloning a compiled model compiles the clone from its config, which finds them
+    only by those names."""
+    given = [model.loss, objective.user_metrics(model), objective.user_weighted_metrics(model)]
+    found = {}
+    for item in tf.nest.flatten(given):
+        if item is None or isinstance(item, str):
+            continue
+        kind = item if inspect.isfunction(item) or inspect.isclass(item) else type(item)
+        if not kind.__module__.startswith("keras."):
+            found[keras.saving.get_registered_name(kind)] = kind
+    return found
 
 
 def _rebuilt(model: keras.Model) -> keras.Model:
