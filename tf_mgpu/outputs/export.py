@@ -61,7 +61,7 @@ class NotRebuildable(Exception):  # noqa: N818 (an outcome the export handles)
 
 def float32_copy(model: keras.Model) -> keras.Model:
     """A copy of `model` with float32 layers, the trained weights and layer state (a lookup
-    layer's vocabulary), and the same compile.
+    layer's vocabulary, an adapted Normalization's statistics), and the same compile.
 
     Its variables are new and outside any strategy, so saving it reads no
     mirrored or sync-on-read variable (reading those can be collective).
@@ -85,7 +85,7 @@ def float32_copy(model: keras.Model) -> keras.Model:
     finally:
         keras.config.set_dtype_policy(policy)
     copy.set_weights(model.get_weights())
-    _copy_assets(model, copy)
+    _copy_state(model, copy)
     optimizer = model.optimizer
     weighted = objective.user_weighted_metrics(model)
     copy.compile(
@@ -139,18 +139,24 @@ def _zeros(shapes):
     return np.zeros((1, *shapes[1:]), "float32")
 
 
-def _copy_assets(source: keras.Layer, target: keras.Layer) -> None:
-    """State that is not a weight (a lookup layer's vocabulary), layer by layer, through
-    each layer's own saving methods, as `model.save` and `load_model` carry it."""
+def _copy_state(source: keras.Layer, target: keras.Layer) -> None:
+    """What `set_weights` does not carry, layer by layer, through each layer's own saving
+    methods, as `model.save` and `load_model` carry it: state that is not a weight (a lookup
+    layer's vocabulary), and what a layer derives from its variables as it loads them (an
+    adapted Normalization's mean and variance tensors, which its `call` reads: without them
+    the copy, and so the SavedModel, would not normalise)."""
     for one, other in zip(_layers(source), _layers(target), strict=True):
-        if not hasattr(one, "save_assets"):  # only layers with such state define it
+        # Only layers with such state define these (Keras's preprocessing layers).
+        assets = hasattr(one, "save_assets")
+        if not (assets or hasattr(one, "finalize_state")):
             continue
         store = {}
         one.save_own_variables(store)
         other.load_own_variables(store)
-        with tempfile.TemporaryDirectory() as folder:
-            one.save_assets(folder)
-            other.load_assets(folder)
+        if assets:
+            with tempfile.TemporaryDirectory() as folder:
+                one.save_assets(folder)
+                other.load_assets(folder)
 
 
 def _layers(model: keras.Layer) -> list[keras.Layer]:
