@@ -45,14 +45,42 @@ def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
     except NotRebuildable as e:
         say(
             f"tf_mgpu export: {type(model).__name__} cannot be rebuilt from its config ({e}); "
-            f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: give the class a "
-            f"get_config() returning its __init__ arguments to get {KERAS}"
+            f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: {_advice(model)}"
         )
         write_dir(saved_model, lambda folder: model.export(folder, verbose=False))
         return [saved_model]
     write_keras(exported, model_dir)
     write_dir(saved_model, lambda folder: exported.export(folder, verbose=False))
     return [os.path.join(model_dir, KERAS), saved_model]
+
+
+def _advice(model: keras.Model) -> str:
+    """What to change in the task to get model.keras."""
+    lambdas = _python_lambdas(model)
+    if lambdas:
+        # Keras saves a Python lambda as bytecode, which load_model refuses unless given
+        # safe_mode=False (this export's clone is such a load), and which even then runs
+        # without the names of the user's module (`ops`: a NameError). A function defined
+        # with def is saved by name: load_model finds it once registered (or as a custom
+        # object).
+        layers = ", ".join(f"'{name}'" for name in lambdas)
+        return (
+            f"Lambda layer {layers} wraps a Python lambda, which Keras saves as bytecode that "
+            f"load_model refuses (safe_mode); define the function with def (decorated with "
+            f"@keras.saving.register_keras_serializable() for load_model to find it), or "
+            f"replace the Lambda by a small keras.layers.Layer subclass, to get {KERAS}"
+        )
+    return f"give the class a get_config() returning its __init__ arguments to get {KERAS}"
+
+
+def _python_lambdas(model: keras.Model) -> list[str]:
+    """The names of the model's Lambda layers whose function is a Python lambda."""
+    return [
+        layer.name
+        for layer in _layers(model)
+        if isinstance(layer, keras.layers.Lambda)
+        and getattr(layer.function, "__name__", None) == "<lambda>"
+    ]
 
 
 class NotRebuildable(Exception):  # noqa: N818 (an outcome the export handles)
@@ -78,7 +106,7 @@ def float32_copy(model: keras.Model) -> keras.Model:
     keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
     try:
         try:
-            with keras.saving.custom_object_scope(_compile_objects(model)):
+            with keras.saving.custom_object_scope(_own_objects(model)):
                 copy = keras.models.clone_model(model, clone_function=float32_layer)
         except ValueError:  # a subclassed model: Keras clones only graphs of layers
             copy = _rebuilt(model)
@@ -98,12 +126,20 @@ def float32_copy(model: keras.Model) -> keras.Model:
     return copy
 
 
-def _compile_objects(model: keras.Model) -> dict:
-    """The classes and functions of the user's own that compile was given (a metric or a
-    loss written as keras.io writes one, not registered), by the names Keras serializes them
-    under: cloning a compiled model compiles the clone from its config, which finds them
-    only by those names."""
-    given = [model.loss, objective.user_metrics(model), objective.user_weighted_metrics(model)]
+def _own_objects(model: keras.Model) -> dict:
+    """The classes and functions of the user's own, not registered, that a clone of `model`
+    finds only by the names Keras serializes them under: compile's metrics and losses
+    (cloning a compiled model compiles the clone from its config) and the functions
+    defined with def of its Lambda layers (a Lambda is rebuilt from its config)."""
+    functions = [
+        layer.function for layer in _layers(model) if isinstance(layer, keras.layers.Lambda)
+    ]
+    given = [
+        model.loss,
+        objective.user_metrics(model),
+        objective.user_weighted_metrics(model),
+        functions,
+    ]
     found = {}
     for item in tf.nest.flatten(given):
         if item is None or isinstance(item, str):
