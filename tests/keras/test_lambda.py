@@ -95,11 +95,11 @@ def test_as_the_line_advises_the_export_writes_model_keras(advice, tmp_path):
         str(model_dir / "model.keras"),
         str(model_dir / "saved_model"),
     ]
-    module = result.state.model  # the trained model; its module's objects for load_model
+    model = result.state.model  # it holds the task file's function or class load_model needs
     (_, _), (x_test, _) = load("lambda_layer").load_data()
-    own = {name: find(module, name) for name in needed}
+    own = {name: find(model, name) for name in needed}
     reloaded = keras.saving.load_model(model_dir / "model.keras", custom_objects=own)
-    trained = np.asarray(module(tf.constant(x_test), training=False))
+    trained = np.asarray(model(tf.constant(x_test), training=False))
     np.testing.assert_allclose(np.asarray(reloaded(tf.constant(x_test))), trained, atol=1e-6)
 
 
