@@ -166,9 +166,16 @@ class Sums:
             key: (total / weight if weight else 0.0) if key in self._weighted else total / count
             for key, total in totals.items()
         }
-        states = {key: float(m.result()) for key, (m, _) in self._stateful.items()}
+        states = {key: number(m.result()) for key, (m, _) in self._stateful.items()}
         found = {**means, **states}
         return {**{key: found[key] for key in self._order(list(found))}, "examples": int(count)}
+
+
+def number(value) -> float:
+    """A metric's `result()` as a float, whether it computes a tensor or returns its state
+    variable itself (`return self.total`, as keras.io writes one): a Keras variable over a
+    SyncOnRead one, which `float()` refuses and converting reads, summed over every replica."""
+    return float(keras.ops.convert_to_numpy(value))
 
 
 def _sum(name: str) -> tf.Variable:
@@ -227,7 +234,7 @@ class KerasMetrics:
 
     def result(self) -> dict[str, float]:
         values = {
-            name: float(value)
+            name: number(value)
             for name, value in self._model.get_metrics_result().items()
             if tf.size(value) == 1
         }
@@ -235,4 +242,4 @@ class KerasMetrics:
 
     def _loss(self) -> float:
         found = [m for m in self._model.metrics if m.name == "loss"]
-        return float(found[0].result()) if found else float("nan")
+        return number(found[0].result()) if found else float("nan")

@@ -28,9 +28,22 @@ def warning(model: keras.Model, replicas: int, per_replica: int) -> str | None:
     names = unsynchronized_batch_norm(model)
     if replicas == 1 or not names:
         return None
+    several = len(names) > 1
     return (
-        f"tf_mgpu warning: BatchNormalization {', '.join(names)} normalises each replica's "
+        f"tf_mgpu warning: {batch_norms(names)} "
+        f"{'normalise' if several else 'normalises'} each replica's "
         f"{per_replica} examples with their own statistics, not the global batch's "
         f"{per_replica * replicas}, so {replicas} replicas do not train like one device; "
-        f"build it with keras.layers.BatchNormalization(synchronized=True)"
+        f"build {'them' if several else 'it'} with "
+        f"keras.layers.BatchNormalization(synchronized=True)"
     )
+
+
+def batch_norms(names: list[str], shown: int = 3) -> str:
+    """'BatchNormalization bn', or for several 'BatchNormalization layers bn1, bn2 and bn3',
+    naming the first `shown` of more ('..., bn3 and 49 more'): a big model has dozens."""
+    if len(names) == 1:
+        return f"BatchNormalization {names[0]}"
+    if len(names) <= shown:
+        return f"BatchNormalization layers {', '.join(names[:-1])} and {names[-1]}"
+    return f"BatchNormalization layers {', '.join(names[:shown])} and {len(names) - shown} more"

@@ -95,7 +95,8 @@ class Trainer:
 
         @tf.function(autograph=False)
         def weights_finite() -> tf.Tensor:
-            weights = self.state.model.weights
+            # Only floats can be NaN: an adapted Normalization's count is an int64 weight.
+            weights = [w for w in self.state.model.weights if tf.as_dtype(w.dtype).is_floating]
             return tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])
 
         self._weights_finite = weights_finite

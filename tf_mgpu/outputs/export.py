@@ -13,6 +13,7 @@ export. A task may export otherwise (`export(model, model_dir)`, as the
 built-in MNIST tasks do).
 """
 
+import inspect
 import os
 import shutil
 import tempfile
@@ -44,8 +45,7 @@ def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
     except NotRebuildable as e:
         say(
             f"tf_mgpu export: {type(model).__name__} cannot be rebuilt from its config ({e}); "
-            f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: give the class a "
-            f"get_config() returning its __init__ arguments to get {KERAS}"
+            f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: {_advice(model)}"
         )
         write_dir(saved_model, lambda folder: model.export(folder, verbose=False))
         return [saved_model]
@@ -54,13 +54,42 @@ def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
     return [os.path.join(model_dir, KERAS), saved_model]
 
 
+def _advice(model: keras.Model) -> str:
+    """What to change in the task to get model.keras."""
+    lambdas = _python_lambdas(model)
+    if lambdas:
+        # Keras saves a Python lambda as bytecode, which load_model refuses unless given
+        # safe_mode=False (this export's clone is such a load), and which even then runs
+        # without the names of the user's module (`ops`: a NameError). A function defined
+        # with def is saved by name: load_model finds it once registered (or as a custom
+        # object).
+        layers = ", ".join(f"'{name}'" for name in lambdas)
+        return (
+            f"Lambda layer {layers} wraps a Python lambda, which Keras saves as bytecode that "
+            f"load_model refuses (safe_mode); define the function with def (decorated with "
+            f"@keras.saving.register_keras_serializable() for load_model to find it), or "
+            f"replace the Lambda by a small keras.layers.Layer subclass, to get {KERAS}"
+        )
+    return f"give the class a get_config() returning its __init__ arguments to get {KERAS}"
+
+
+def _python_lambdas(model: keras.Model) -> list[str]:
+    """The names of the model's Lambda layers whose function is a Python lambda."""
+    return [
+        layer.name
+        for layer in _layers(model)
+        if isinstance(layer, keras.layers.Lambda)
+        and getattr(layer.function, "__name__", None) == "<lambda>"
+    ]
+
+
 class NotRebuildable(Exception):  # noqa: N818 (an outcome the export handles)
     """A subclassed model whose class cannot be built again from its config."""
 
 
 def float32_copy(model: keras.Model) -> keras.Model:
     """A copy of `model` with float32 layers, the trained weights and layer state (a lookup
-    layer's vocabulary), and the same compile.
+    layer's vocabulary, an adapted Normalization's statistics), and the same compile.
 
     Its variables are new and outside any strategy, so saving it reads no
     mirrored or sync-on-read variable (reading those can be collective).
@@ -77,13 +106,14 @@ def float32_copy(model: keras.Model) -> keras.Model:
     keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
     try:
         try:
-            copy = keras.models.clone_model(model, clone_function=float32_layer)
+            with keras.saving.custom_object_scope(_own_objects(model)):
+                copy = keras.models.clone_model(model, clone_function=float32_layer)
         except ValueError:  # a subclassed model: Keras clones only graphs of layers
             copy = _rebuilt(model)
     finally:
         keras.config.set_dtype_policy(policy)
     copy.set_weights(model.get_weights())
-    _copy_assets(model, copy)
+    _copy_state(model, copy)
     optimizer = model.optimizer
     weighted = objective.user_weighted_metrics(model)
     copy.compile(
@@ -94,6 +124,30 @@ def float32_copy(model: keras.Model) -> keras.Model:
         weighted_metrics=None if weighted is None else _fresh_metrics(weighted),
     )
     return copy
+
+
+def _own_objects(model: keras.Model) -> dict:
+    """The classes and functions of the user's own, not registered, that a clone of `model`
+    finds only by the names Keras serializes them under: compile's metrics and losses
+    (cloning a compiled model compiles the clone from its config) and the functions
+    defined with def of its Lambda layers (a Lambda is rebuilt from its config)."""
+    functions = [
+        layer.function for layer in _layers(model) if isinstance(layer, keras.layers.Lambda)
+    ]
+    given = [
+        model.loss,
+        objective.user_metrics(model),
+        objective.user_weighted_metrics(model),
+        functions,
+    ]
+    found = {}
+    for item in tf.nest.flatten(given):
+        if item is None or isinstance(item, str):
+            continue
+        kind = item if inspect.isfunction(item) or inspect.isclass(item) else type(item)
+        if not kind.__module__.startswith("keras."):
+            found[keras.saving.get_registered_name(kind)] = kind
+    return found
 
 
 def _rebuilt(model: keras.Model) -> keras.Model:
@@ -121,18 +175,24 @@ def _zeros(shapes):
     return np.zeros((1, *shapes[1:]), "float32")
 
 
-def _copy_assets(source: keras.Layer, target: keras.Layer) -> None:
-    """State that is not a weight (a lookup layer's vocabulary), layer by layer, through
-    each layer's own saving methods, as `model.save` and `load_model` carry it."""
+def _copy_state(source: keras.Layer, target: keras.Layer) -> None:
+    """What `set_weights` does not carry, layer by layer, through each layer's own saving
+    methods, as `model.save` and `load_model` carry it: state that is not a weight (a lookup
+    layer's vocabulary), and what a layer derives from its variables as it loads them (an
+    adapted Normalization's mean and variance tensors, which its `call` reads: without them
+    the copy, and so the SavedModel, would not normalise)."""
     for one, other in zip(_layers(source), _layers(target), strict=True):
-        if not hasattr(one, "save_assets"):  # only layers with such state define it
+        # Only layers with such state define these (Keras's preprocessing layers).
+        assets = hasattr(one, "save_assets")
+        if not (assets or hasattr(one, "finalize_state")):
             continue
         store = {}
         one.save_own_variables(store)
         other.load_own_variables(store)
-        with tempfile.TemporaryDirectory() as folder:
-            one.save_assets(folder)
-            other.load_assets(folder)
+        if assets:
+            with tempfile.TemporaryDirectory() as folder:
+                one.save_assets(folder)
+                other.load_assets(folder)
 
 
 def _layers(model: keras.Layer) -> list[keras.Layer]:

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from tf_mgpu.engine import jit
+from tf_mgpu.engine import jit, replicas
 from tf_mgpu.outputs import report as run_report
 from tf_mgpu.tools.check.equivalence import Side
 
@@ -35,10 +35,12 @@ def causes(facts: Facts) -> list[str]:
     """The likely causes of a difference, most likely first."""
     found = []
     if facts.unsynchronized:
+        several = len(facts.unsynchronized) > 1
         found.append(
-            f"unsynchronized batch statistics: BatchNormalization {', '.join(facts.unsynchronized)}"
-            f" normalises each replica's {facts.many.per_replica} examples alone; build it with "
-            f"keras.layers.BatchNormalization(synchronized=True)"
+            f"unsynchronized batch statistics: {replicas.batch_norms(facts.unsynchronized)} "
+            f"{'normalise' if several else 'normalises'} each replica's "
+            f"{facts.many.per_replica} examples alone; build {'them' if several else 'it'} "
+            f"with keras.layers.BatchNormalization(synchronized=True)"
         )
     if facts.retrace_differs:
         found.append(
