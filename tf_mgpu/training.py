@@ -225,7 +225,13 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
-    for line in report.input_lines(trainer.datasets, config.stream_shard, run.multi_worker):
+    for line in report.input_lines(
+        trainer.datasets,
+        config.stream_shard,
+        run.multi_worker,
+        global_batch=trainer.global_batch,
+        eval_batch=trainer.eval_batch,
+    ):
         run.chief_print(line, flush=True)
     own = overridden(trainer.state.model)
     if own:
