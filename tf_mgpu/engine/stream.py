@@ -218,12 +218,18 @@ def eval_dataset(
     pad = data.eval_steps(len(split), global_batch) * global_batch - len(split)
     # (x, y, padding weight), then the sample weight if the dataset has them.
     real = split.examples().map(lambda x, y, *w: (x, y, tf.constant(1.0), *w))
-    filler = real.take(1).map(
-        lambda x, y, *weights: (
-            tf.nest.map_structure(tf.zeros_like, x),
-            tf.nest.map_structure(tf.zeros_like, y),
-            *[tf.zeros_like(w) for w in weights],
+    # Made once and held (cache): the first example of a dataset the user batched costs a
+    # whole batch of their pipeline, which each of `pad` copies would otherwise run again.
+    filler = (
+        real.take(1)
+        .map(
+            lambda x, y, *weights: (
+                tf.nest.map_structure(tf.zeros_like, x),
+                tf.nest.map_structure(tf.zeros_like, y),
+                *[tf.zeros_like(w) for w in weights],
+            )
         )
+        .cache()
     )
     return (
         real.concatenate(filler.repeat(pad))
