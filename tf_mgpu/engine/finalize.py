@@ -4,9 +4,8 @@
 `optimizer.finalize_variable_values(model.trainable_weights)`: an optimizer built with
 `use_ema=True` sets each trained weight to its exponential moving average there. So does
 this action, placed before the task's callbacks: a run stopped by a signal, which resumes
-later, never finalizes; one that ends does, once. Finalizing twice in a row changes nothing
-(the weights become the averages, which stay), so a rerun that finds the run finished can
-never drift.
+later, never finalizes; one that ends does, once, and `tf_mgpu.training` saves the final
+checkpoint again with the averages, which a rerun of the finished run restores.
 """
 
 import keras
