@@ -23,6 +23,7 @@ from tf_mgpu.engine import (
     collectives,
     controller,
     devices,
+    finalize,
     liveness,
     replicas,
     stopping,
@@ -224,7 +225,13 @@ def _train(run: _Run) -> Result | None:
         ),
         flush=True,
     )
-    for line in report.input_lines(trainer.datasets, config.stream_shard, run.multi_worker):
+    for line in report.input_lines(
+        trainer.datasets,
+        config.stream_shard,
+        run.multi_worker,
+        global_batch=trainer.global_batch,
+        eval_batch=trainer.eval_batch,
+    ):
         run.chief_print(line, flush=True)
     own = overridden(trainer.state.model)
     if own:
@@ -273,6 +280,7 @@ def _train(run: _Run) -> Result | None:
         curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
         bar = progress.Progress(enabled=run.node.is_chief)
         keras_callbacks = [run.callbacks] if run.callbacks else []
+        ending = finalize.Finalize(trainer, run.strategy)
         # The order is load-bearing: the curve reads the sums the bar then shows; a save
         # precedes the stop check, which saves first when it stops mid-epoch; an epoch's
         # record is written before its save, and the stop check comes after both.
@@ -285,6 +293,7 @@ def _train(run: _Run) -> Result | None:
                 outputs_actions.EpochLog(
                     trainer, history, run.outputs, run.logs, config.epochs, run.chief_print
                 ),
+                ending,  # as fit: the optimizer finalizes the weights before on_train_end
                 *keras_callbacks,  # before the save, which holds their state
                 saving,
                 actions.StopOnSignal(run.stop, saving, run.strategy, config.epochs, agreed),
@@ -292,19 +301,33 @@ def _train(run: _Run) -> Result | None:
             agreed,
             alive,
         ).run()
-    final = _after_callbacks(run, history)
+    final = _after_callbacks(run, history, ending)
+    if final:  # the weights changed after the last save: a rerun and evaluate see the new ones
+        with clock.phase("checkpoint"):
+            saving.checkpoints.save(trainer.step())
     clock.add("train", trainer.call_seconds)
     clock.add("evaluate", trainer.eval_seconds)
     clock.add("checkpoint", saving.seconds)
     return _finish(run, history, saving, final)
 
 
-def _after_callbacks(run: _Run, history: list[dict]) -> dict:
-    """What the callbacks did to the run's end, one line each: a stop before the last
-    epoch, and weights they set at the end, evaluated again. Returns those figures."""
+def _after_callbacks(run: _Run, history: list[dict], ending: finalize.Finalize) -> dict:
+    """What changed the run's end after its last epoch, one line each: the optimizer's final
+    weights (`use_ema`'s average), a callback's stop before the last epoch, and weights
+    on_train_end set; the weights evaluated again. Returns those figures."""
     done = run.callbacks
+    final = done.final if done is not None else {}
+    if ending.changed:
+        # Evaluated again unless on_train_end set the weights after it (and evaluated).
+        final = final or run.trainer.evaluate()
+        said = "" if done is not None and done.final else f"; evaluated again: {_shown(final)}"
+        run.chief_print(
+            f"tf_mgpu optimizer: {finalize.describe(run.trainer.state.optimizer)} at the "
+            f"end, as Keras fit ends{said}",
+            flush=True,
+        )
     if done is None:
-        return {}
+        return final
     if done.stopped_by:
         run.chief_print(
             f"tf_mgpu callbacks: {done.stopped_by} stopped training after epoch "
@@ -312,13 +335,16 @@ def _after_callbacks(run: _Run, history: list[dict]) -> dict:
             flush=True,
         )
     if done.final:
-        shown = "  ".join(f"{k} {v:.4f}" for k, v in done.final.items() if "examples" not in k)
         run.chief_print(
             f"tf_mgpu callbacks: on_train_end set the weights (EarlyStopping's "
-            f"restore_best_weights, say); evaluated again: {shown}",
+            f"restore_best_weights, say); evaluated again: {_shown(done.final)}",
             flush=True,
         )
-    return done.final
+    return final
+
+
+def _shown(figures: dict) -> str:
+    return "  ".join(f"{k} {v:.4f}" for k, v in figures.items() if "examples" not in k)
 
 
 def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final: dict) -> Result:

@@ -1,6 +1,7 @@
 """Keras callbacks from a task's callbacks(), run as fit runs them, on replicas and resumed."""
 
 import dataclasses
+import json
 
 import keras
 import numpy as np
@@ -78,9 +79,16 @@ def test_early_stopping_stops_and_the_summary_holds_the_restored_best_weights(tm
     keras_says = stopped.state.model.evaluate(x_test, y_test, return_dict=True, verbose=0)
     assert stopped.summary["test_loss"] == pytest.approx(keras_says["loss"], abs=1e-6)
     assert stopped.summary["test_loss"] != stopped.summary["history"][-1]["test_loss"]
-    # Run again: the checkpoint says training was stopped, so nothing more is trained.
+    # Run again: the checkpoint says training was stopped, so nothing more is trained; it
+    # holds the restored weights, which a rerun finishing a failed export writes.
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "exports": []}))
+    (tmp_path / "model.keras").unlink()
     again = training.run(config, load("with_callbacks", MIN_DELTA=10.0), strategy=cpu_strategy(2))
     assert again is None
+    exported = keras.saving.load_model(tmp_path / "model.keras")
+    keras_says = exported.evaluate(x_test, y_test, return_dict=True, verbose=0)
+    assert stopped.summary["test_loss"] == pytest.approx(keras_says["loss"], abs=1e-6)
 
 
 def test_callback_state_is_in_the_checkpoint_and_a_resumed_run_continues_it(tmp_path):

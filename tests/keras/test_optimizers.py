@@ -1,6 +1,9 @@
-"""Loss scaling (mixed_float16, LossScaleOptimizer), clipping, the dtype policy and schedules."""
+"""Loss scaling (mixed_float16, LossScaleOptimizer), clipping, the dtype policy, schedules
+and an optimizer's moving average of the weights (use_ema)."""
 
 import dataclasses
+import json
+import signal
 
 import keras
 import numpy as np
@@ -15,11 +18,13 @@ from tests.keras.helpers import (
     load,
     one_and_two,
     strict,
+    two_workers_and_one_device,
 )
 from tests.support import cpu_strategy
 from tests.test_training_tasks import replica_copies
-from tf_mgpu import training
+from tf_mgpu import errors, training
 from tf_mgpu.config import Config
+from tf_mgpu.engine import data, stopping
 from tf_mgpu.tasks import adapter
 
 
@@ -35,6 +40,94 @@ def test_clipping_acts_on_the_global_gradient_so_two_replicas_equal_one_device(c
     )
     assert largest_difference(one, unclipped) > 1e-3, "the clip never acted: this proves nothing"
     assert_same_weights(one, two, atol=1e-10)
+
+
+def keras_fit_in_tf_mgpus_order(task, epochs: int, global_batch: int) -> keras.Model:
+    """Keras `fit` on one device in float64, from the weights tf_mgpu starts from (the same
+    seed), on the examples in the order tf_mgpu trains them, in one call as a run is one."""
+    (x, y), _ = task.load_data()
+    order = np.concatenate([data.epoch_order(len(y), 3, e).numpy() for e in range(epochs)])
+    keras.utils.set_random_seed(3)
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float64")
+    try:
+        model = task.build_model()
+    finally:
+        keras.config.set_dtype_policy(policy)
+    model.fit(x[order], y[order], batch_size=global_batch, shuffle=False, verbose=0)
+    return model
+
+
+def test_use_ema_ends_with_the_averaged_weights_as_keras_fit_ends_and_exports_them(tmp_path):
+    one = training.run(
+        dataclasses.replace(FLOAT64, batch_size=32), load("adamw_ema"), strategy=cpu_strategy(1)
+    )
+    config = dataclasses.replace(FLOAT64, model_dir=str(tmp_path))
+    two = training.run(config, load("adamw_ema"), strategy=cpu_strategy(2))
+    assert_same_weights(one, two, atol=1e-10)
+    optimizer = two.state.optimizer
+    for weight, average in zip(
+        two.state.model.trainable_variables, optimizer._model_variables_moving_average, strict=True
+    ):
+        np.testing.assert_array_equal(weight.numpy(), average.numpy(), weight.path)
+    # Keras's float32 losses round the gradients: fit agrees to ~1e-7, where the average
+    # and the last weights differ by ~1e-2.
+    fitted = keras_fit_in_tf_mgpus_order(load("adamw_ema"), epochs=2, global_batch=32)
+    for a, b in zip(fitted.weights, two.state.model.weights, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, rtol=0, err_msg=b.path)
+    last = two.summary["history"][-1]
+    assert abs(two.summary["test_loss"] - last["test_loss"]) > 1e-3, "evaluated again"
+    (_, _), (x_test, y_test) = load("adamw_ema").load_data()
+    exported = keras.saving.load_model(tmp_path / "model.keras")
+    for model in (exported, fitted):
+        says = model.evaluate(x_test, y_test, return_dict=True, verbose=0)
+        assert two.summary["test_loss"] == pytest.approx(says["loss"], abs=1e-6)
+        assert two.summary["test_accuracy"] == pytest.approx(says["accuracy"], abs=1e-9)
+    # The final checkpoint holds them too: a rerun that finishes a failed export writes them.
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    (tmp_path / "summary.json").write_text(json.dumps({**summary, "exports": []}))
+    (tmp_path / "model.keras").unlink()
+    assert training.run(config, load("adamw_ema"), strategy=cpu_strategy(2)) is None
+    again = keras.saving.load_model(tmp_path / "model.keras")
+    for a, b in zip(again.weights, exported.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), b.path)
+
+
+class SigtermAt(keras.callbacks.Callback):
+    """A SIGTERM that lands once training passed `step` (never, for None)."""
+
+    def __init__(self, step, stop):
+        super().__init__()
+        self.step, self.stop = step, stop
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.step is not None and int(self.model.optimizer.iterations.numpy()) >= self.step:
+            self.stop._handle(signal.SIGTERM, None)
+
+
+def test_use_ema_stopped_mid_run_finalizes_once_at_the_very_end(tmp_path):
+    def task(step=None, stop=None):
+        module = load("adamw_ema")
+        module.callbacks = lambda: [SigtermAt(step, stop)]
+        return module
+
+    config = dataclasses.replace(FLOAT64, epochs=3, steps_per_loop=4)
+    straight = training.run(config, task(), strategy=cpu_strategy(2))
+    config = dataclasses.replace(config, model_dir=str(tmp_path))
+    stop = stopping.Stop()
+    with pytest.raises(errors.Stopped):  # mid-way through the second epoch
+        training.run(config, task(40, stop), strategy=cpu_strategy(2), stop=stop)
+    resumed = training.run(config, task(), strategy=cpu_strategy(2))
+    assert resumed.summary["weights_sha256"] == straight.summary["weights_sha256"]
+    assert resumed.summary["test_loss"] == straight.summary["test_loss"]
+
+
+@pytest.mark.cluster
+def test_use_ema_on_two_real_workers_ends_as_one_device(tmp_path):
+    task = str(FILES / "adamw_ema.py")
+    cluster, one = two_workers_and_one_device(tmp_path, task, epochs=2)
+    assert cluster["test_loss"] == pytest.approx(one.summary["test_loss"], abs=1e-9)
+    assert cluster["test_loss"] != cluster["history"][-1]["test_loss"]
 
 
 def test_a_loss_scale_optimizer_on_float32_trains_exactly_as_its_inner_optimizer():

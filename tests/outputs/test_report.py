@@ -2,9 +2,11 @@
 
 import json
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
-from tf_mgpu.engine import checkpoint
+from tf_mgpu.engine import checkpoint, data, stream
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import report
 from tf_mgpu.tasks import mnist_mlp
@@ -113,3 +115,22 @@ def test_a_model_dir_that_cannot_be_created_is_a_user_error(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="cannot be created"):
         report.Outputs(str(tmp_path / "file" / "run")).check()
+
+
+def test_the_batched_line_names_every_split_the_user_batched_and_the_batch_read():
+    pairs = tf.data.Dataset.from_tensor_slices((np.zeros((100, 2), np.float32), np.zeros(100)))
+    plain = stream.scan(pairs, "t", "train")
+    by_32 = stream.scan(pairs.batch(32), "t", "train")
+    dropped = stream.scan(pairs.batch(16, drop_remainder=True), "t", "test")
+    assert report.batched_line(data.Data(train=plain, test=plain), 64, 64) is None
+    line = report.batched_line(data.Data(train=by_32, test=plain), 64, 64)
+    assert line == (
+        "tf_mgpu data: the training dataset is batched (by 32); it is unbatched and read at "
+        "the global batch of 64"
+    )
+    line = report.batched_line(data.Data(train=by_32, test=dropped, validation=by_32), 64, 32)
+    assert line == (
+        "tf_mgpu data: the training, validation and test datasets are batched (by 32, by 32 "
+        "and by 16, drop_remainder=True); they are unbatched and read at the global batch of "
+        "64 (evaluated at 32)"
+    )

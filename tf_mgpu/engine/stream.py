@@ -2,7 +2,8 @@
 
 A task's `load_data` may return, for either split, a dataset of unbatched
 (x, y) elements (y a dict or tuple of labels for a model with several
-outputs). It is never read into memory for training:
+outputs), or one it batched itself, which is read as its examples
+(`tf_mgpu.engine.stream_batched`). It is never read into memory for training:
 - A dataset of known length (its cardinality) is not read before training;
   each example is checked as it is read (`tf_mgpu.engine.stream_checks`). One
   of unknown length is read once at start (`scan`), which counts and checks
@@ -24,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu.engine import data, source, stream_checks
+from tf_mgpu.engine import data, source, stream_batched, stream_checks
 from tf_mgpu.errors import UserError
 
 SHUFFLE_BUFFER = 10_000
@@ -48,6 +49,7 @@ class Stream:
     where: str = ""
     name: str = ""
     state: dict = dataclasses.field(default_factory=dict)  # "classes", once known
+    batched: stream_batched.Batched | None = None  # how the user batched it, if they did
 
     def expect_classes(self, classes) -> None:
         """Sparse labels must lie in [0, classes), checked as read (see `stream_checks`)."""
@@ -86,7 +88,9 @@ class Stream:
 
 
 def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
-    """One pass over `dataset`: its length and its checks' findings, nothing kept."""
+    """One pass over `dataset`: its length and its checks' findings, nothing kept. A
+    dataset the user batched is read as its examples."""
+    dataset, batched = stream_batched.unbatched(dataset)
     spec = dataset.element_spec
     if not (isinstance(spec, tuple) and len(spec) in (2, 3)):
         raise UserError(
@@ -99,7 +103,7 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
     if known == 0:
         raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
     if known > 0:  # its length is known: nothing is read before training
-        return Stream(dataset, known, {}, None, True, where, name)
+        return Stream(dataset, known, {}, None, True, where, name, batched=batched)
     if known == tf.data.INFINITE_CARDINALITY:
         raise UserError(
             f"{where}: the {name} dataset repeats forever; return one pass over the "
@@ -125,7 +129,7 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
     if length == 0:
         raise UserError(f"{where}: the {name} dataset is empty; load_data() must return examples")
     ranges = tf.nest.pack_sequence_as(spec[1], ranges)
-    return Stream(dataset, length, nonfinite, ranges, False, where, name)
+    return Stream(dataset, length, nonfinite, ranges, False, where, name, batched=batched)
 
 
 def _one_weight_each(dataset: tf.data.Dataset, where: str, name: str) -> tf.data.Dataset:
@@ -214,12 +218,18 @@ def eval_dataset(
     pad = data.eval_steps(len(split), global_batch) * global_batch - len(split)
     # (x, y, padding weight), then the sample weight if the dataset has them.
     real = split.examples().map(lambda x, y, *w: (x, y, tf.constant(1.0), *w))
-    filler = real.take(1).map(
-        lambda x, y, *weights: (
-            tf.nest.map_structure(tf.zeros_like, x),
-            tf.nest.map_structure(tf.zeros_like, y),
-            *[tf.zeros_like(w) for w in weights],
+    # Made once and held (cache): the first example of a dataset the user batched costs a
+    # whole batch of their pipeline, which each of `pad` copies would otherwise run again.
+    filler = (
+        real.take(1)
+        .map(
+            lambda x, y, *weights: (
+                tf.nest.map_structure(tf.zeros_like, x),
+                tf.nest.map_structure(tf.zeros_like, y),
+                *[tf.zeros_like(w) for w in weights],
+            )
         )
+        .cache()
     )
     return (
         real.concatenate(filler.repeat(pad))

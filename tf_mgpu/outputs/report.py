@@ -50,17 +50,24 @@ def start_line(
     )
 
 
-def input_lines(datasets, stream_shard: str, multi_worker: bool) -> list[str]:
-    """What the chief says of the input at start: a tf.data split of unknown length read
-    once to count it, and workers reading their own files."""
+def input_lines(
+    datasets, stream_shard: str, multi_worker: bool, *, global_batch: int, eval_batch: int
+) -> list[str]:
+    """What the chief says of the input at start: tf.data splits the user batched, read as
+    their examples at `global_batch` (evaluated at `eval_batch`); a tf.data split of unknown
+    length read once to count it; and workers reading their own files."""
     lines = []
+    batched = batched_line(datasets, global_batch, eval_batch)
+    if batched:
+        lines.append(batched)
     for split in (datasets.train, datasets.validation, datasets.test):
         if isinstance(split, stream.Stream) and not split.checked_as_read:  # scanned
+            where = " before .batch()" if split.batched else ""
             lines.append(
                 f"tf_mgpu data: read the {split.name} dataset once before training to count "
                 f"its {len(split):,} examples (its length is unknown); declare it with "
-                f"dataset.apply(tf.data.experimental.assert_cardinality({len(split)})) to "
-                f"start without that pass"
+                f"dataset.apply(tf.data.experimental.assert_cardinality({len(split)})){where} "
+                f"to start without that pass"
             )
     if stream_shard == "file" and multi_worker:
         lines.append(
@@ -69,6 +76,39 @@ def input_lines(datasets, stream_shard: str, multi_worker: bool) -> list[str]:
             "example order differs from one device's"
         )
     return lines
+
+
+def batched_line(datasets, global_batch: int, eval_batch: int) -> str | None:
+    """'tf_mgpu data: the training dataset is batched (by 32); it is unbatched and read at
+    the global batch of 64', naming every tf.data split the user batched; None if none."""
+    named = [
+        (name, split.batched)
+        for name, split in (
+            ("training", datasets.train),
+            ("validation", datasets.validation),
+            ("test", datasets.test),
+        )
+        if isinstance(split, stream.Stream) and split.batched
+    ]
+    if not named:
+        return None
+    names = _listed([name for name, _ in named])
+    ways = list(dict.fromkeys(batched.describe() for _, batched in named))
+    how = ways[0] if len(ways) == 1 else _listed([b.describe() for _, b in named])
+    one = len(named) == 1
+    evaluated = {name for name, _ in named} - {"training"}
+    at = f"the global batch of {global_batch}"
+    if evaluated and eval_batch != global_batch:
+        at = f"the global batch of {global_batch} (evaluated at {eval_batch})"
+    return (
+        f"tf_mgpu data: the {names} dataset{'' if one else 's'} "
+        f"{'is' if one else 'are'} batched ({how}); {'it is' if one else 'they are'} "
+        f"unbatched and read at {at}"
+    )
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def epoch_line(record: dict, epochs: int) -> str:
