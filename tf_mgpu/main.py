@@ -148,8 +148,9 @@ _PEER_TIMEOUT = flags.DEFINE_float(
     "peer_timeout",
     60.0,
     "Multi-worker: seconds a task waits for progress, beyond twice the longest call or gap "
-    "between calls it measured (the first call: its compile time), before it gives up on a "
-    "frozen or unreachable peer (exit code 6); compiling has no deadline. TensorFlow's own "
+    "between calls it measured, before it gives up on a frozen or unreachable peer (exit "
+    "code 6); compiling has no deadline, and what is not measured yet (the first calls) has "
+    "--startup_timeout. TensorFlow's own "
     "heartbeats usually notice a dead peer within about 10 s.",
     lower_bound=1.0,
 )

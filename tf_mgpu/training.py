@@ -260,7 +260,7 @@ def _train(run: _Run) -> Result | None:
         run.stop.compiling()
         compile_seconds = trainer.compile()
         clock.add("compile", compile_seconds)
-        alive.compiled(compile_seconds)
+        alive.compiled()
         run.stop.training()
         saving = actions.Checkpointing(
             trainer, run.checkpoints, config.checkpoint_steps, config.checkpoint_secs

@@ -14,15 +14,14 @@ class Clock:
         return self.now
 
 
-def test_grace_covers_the_compile_until_the_first_call_ends_then_the_calls():
+def test_what_is_not_measured_yet_warms_then_calls_get_twice_their_measure():
     said, clock = [], Clock()
     alive = liveness.Liveness(said.append, clock)
     alive.compiling()
     clock.now = 300.0  # a compile of five minutes: no deadline meanwhile
-    alive.compiled(300.0)
+    alive.compiled()
     alive.alive(None)  # before the first call: nothing measured yet
-    assert said[:2] == ["compiling", "alive 600.000"]
-    assert said[-1] == "alive 600.000"
+    assert said == ["compiling", "warming", "warming"]
     clock.now = 400.0  # the first call waited 100 s for a peer's slower compile
     alive.alive(2.0)  # the second call should take 2 s
     assert said[-1] == "alive 4.000", "the compile skew is not a gap between calls"
@@ -34,7 +33,7 @@ def test_grace_covers_the_compile_until_the_first_call_ends_then_the_calls():
 def test_grace_follows_the_expected_call_when_it_is_the_longest():
     said, clock = [], Clock()
     alive = liveness.Liveness(said.append, clock)
-    alive.compiled(1.0)
+    alive.compiled()
     alive.alive(None)
     clock.now = 1.0
     alive.alive(0.5)
@@ -49,6 +48,7 @@ def test_grace_follows_the_expected_call_when_it_is_the_longest():
         ("joining", "joining", 300.0),
         ("joined", "preparing", 300.0),
         ("compiling", "compiling", None),
+        ("warming", "preparing", 300.0),
         ("finishing", "finishing", None),
         ("alive", "training", 60.0),
         ("alive 12.5", "training", 72.5),

@@ -17,11 +17,11 @@ trainer runs until it returns. From outside, the parent can:
 
 The trainer reports its progress as words on a pipe (`notify`): 'joining'
 before it waits for peers, 'joined' after (then it loads, builds and resumes,
-within --startup_timeout), 'compiling' while it compiles and
-'finishing' once no collective is left (local work: no deadline), and 'alive G'
-before every call, where G is the seconds
-beyond --peer_timeout that the call may take, from what it measured
-(`tf_mgpu.engine.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
+within --startup_timeout), 'compiling' while it compiles and 'finishing' once no
+collective is left (local work: no deadline), 'warming' before what was not
+measured yet (--startup_timeout again), and 'alive G' before every other call,
+where G is the seconds beyond --peer_timeout that the call may take, from what
+it measured (`tf_mgpu.engine.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
 no trainer is ever left behind.
 """
 
@@ -121,10 +121,10 @@ def supervise(
                     )
                 elif phase == "preparing":
                     failure = errors.PeerLost(
-                        f"{task} was not ready to train {limit:g} s after the tasks joined "
-                        f"(--startup_timeout): a peer froze or failed while loading its data or "
-                        f"building its model; rerun the same command on every worker, or raise "
-                        f"--startup_timeout if loading takes longer"
+                        f"{task} made no progress for {limit:g} s (--startup_timeout) while "
+                        f"starting (loading, building, a first call): a peer froze or failed; "
+                        f"rerun the same command on every worker, or raise --startup_timeout "
+                        f"if starting takes longer"
                     )
                 else:
                     failure = errors.PeerLost(
@@ -148,7 +148,7 @@ def _deadline(event: str, startup_timeout: float, peer_timeout: float):
     word, _, grace = event.partition(" ")
     if word == "joining":
         return "joining", startup_timeout
-    if word == "joined":  # loading data, building, resuming: as long as a start may take
+    if word in ("joined", "warming"):  # loading, building, resuming, first calls: a start
         return "preparing", startup_timeout
     if word in ("compiling", "finishing"):  # local work: no peer can hold it up
         return word, None

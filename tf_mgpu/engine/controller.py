@@ -88,13 +88,14 @@ class Controller:
     ):
         self._trainer, self._epochs, self._actions = trainer, epochs, actions
         self._agreement, self._liveness = agreement, liveness
-        self._epoch = 0
+        self._epoch = self._first_epoch = 0
 
     def run(self) -> None:
         trainer = self._trainer
         for action in self._actions:
             action.start_training()
-        for epoch in range(trainer.position()[0] + 1, self._epochs + 1):
+        self._first_epoch = trainer.position()[0] + 1
+        for epoch in range(self._first_epoch, self._epochs + 1):
             self._epoch = epoch
             for action in self._actions:
                 action.start_epoch(trainer, epoch)
@@ -108,7 +109,9 @@ class Controller:
             record.update(trainer.evaluate(self._before_evaluation_call, self._after_evaluation))
             trainer.close_epoch()
             self._agreement.agree()  # a stop asked for while the epoch ended
-            self._liveness.alive()
+            # The first epoch's end (saves, callbacks) is not measured yet; later ones are
+            # within the longest gap, which the first one set.
+            self._liveness.alive(None if epoch == self._first_epoch else 0.0)
             for action in self._actions:
                 action.after_epoch(record)
             if self._stop_requested():

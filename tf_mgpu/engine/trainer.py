@@ -353,10 +353,8 @@ class Trainer:
         return results
 
     def expected_seconds(self, steps: int, evaluating: bool = False) -> float | None:
-        """How long a call of `steps` should take, from the calls measured (an evaluation
-        step is taken as costing at most a training step until one is measured)."""
-        if evaluating and self.eval_pace is not None:
-            measured = self.eval_pace.expected_seconds(steps)
-            if measured is not None:
-                return measured
+        """How long a call of `steps` should take, from the calls measured; None before the
+        first call of its kind (training or evaluating) was measured."""
+        if evaluating:
+            return self.eval_pace.expected_seconds(steps) if self.eval_pace else None
         return self.pace.expected_seconds(steps)
