@@ -124,8 +124,11 @@ def _measure(work, model: str, strategy, test) -> dict:
     from tf_mgpu.engine import evaluation, objective
     from tf_mgpu.outputs import export
 
+    # The task's own losses, metrics and Lambda functions, found on a model it builds (what
+    # the export found them on), so that Keras reads a model.keras that names them.
+    own = export.own_objects(work.build_model())
     with strategy.scope():
-        net = export.load(model)
+        net = export.load(model, own)
     from tf_mgpu.engine.state import evaluates_own_step, overridden
 
     if evaluates_own_step(net):

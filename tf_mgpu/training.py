@@ -130,7 +130,10 @@ def run(
         config = dataclasses.replace(config, input="stream")
     with clock.phase("build"):
         trainer = Trainer(strategy, config, work, datasets)
-        config = dataclasses.replace(config, input=trainer.input)  # --input=auto resolved
+        # --input=auto resolved; the optimizer's gradient_accumulation_steps taken as ours.
+        config = dataclasses.replace(
+            config, input=trainer.input, accumulation_steps=trainer.accumulation_steps
+        )
         keras_callbacks = callbacks.from_task(
             work,
             trainer,
@@ -222,6 +225,7 @@ def _train(run: _Run) -> Result | None:
             trainer.task.name,
             trainer.jit.describe(),
             trainer.placement.describe(),
+            accumulation_from_optimizer=trainer.state.optimizer_accumulation is not None,
         ),
         flush=True,
     )
@@ -449,6 +453,7 @@ def _resume(run: _Run) -> list[dict]:
         )
         collectives.check_same_start(strategy, trainer.step())
         return []
+    trainer.state.train_sums.restored()
     collectives.check_same_start(strategy, trainer.step())
     epoch, step = trainer.position()
     if not 0 <= step <= trainer.train_steps:

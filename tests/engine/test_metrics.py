@@ -93,3 +93,60 @@ def test_without_sample_weights_a_weighted_mean_is_the_mean_and_zero_weights_giv
     sums.reset()
     sums.update(tf.zeros(2), tf.constant([1.0, 4.0]), tf.zeros(2), w=tf.zeros(2))
     assert sums.result()["weighted"] == 0.0  # as Keras's divide_no_nan
+
+
+class Largest(keras.metrics.Metric):
+    """A user's metric whose state is a maximum: summing the replicas' states is wrong."""
+
+    def __init__(self, name="largest", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.largest = self.add_variable(shape=(), name="largest", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):  # ignores sample weights
+        self.largest.assign(keras.ops.maximum(self.largest, keras.ops.max(y_pred)))
+
+    def result(self):
+        return self.largest
+
+
+def _largest_sums(strategy):
+    with strategy.scope():
+        sums = metrics.Sums("train", {"largest": Largest()})
+        sums.build(tf.constant([0]), tf.constant([[0.0]]))
+    return sums
+
+
+def _update_largest(strategy, sums, scale: float):
+    def update():
+        # Replica r predicts scale x (r + 1), and a padding example (weight 0) 1000.
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        value = scale * tf.cast(replica + 1, tf.float32)
+        sums.update(
+            tf.zeros([2]),
+            tf.constant([0, 0]),
+            tf.stack([[value], [1000.0]]),
+            tf.constant([1.0, 0.0]),
+        )
+
+    strategy.run(tf.function(update))
+
+
+def test_a_metric_of_the_users_own_is_gathered_and_resumes_on_another_layout(tmp_path):
+    assert metrics.additive(keras.metrics.AUC())
+    assert not metrics.additive(Largest())
+    four = cpu_strategy(4)
+    sums = _largest_sums(four)
+    _update_largest(four, sums, 1.0)
+    # The largest over every replica's real examples: not their sum (10), nor padding's.
+    assert sums.result()["largest"] == 4.0
+    path = tf.train.Checkpoint(sums=sums.variables()).write(str(tmp_path / "ckpt"))
+    two = cpu_strategy(2)
+    resumed = _largest_sums(two)
+    tf.train.Checkpoint(sums=resumed.variables()).read(path).assert_existing_objects_matched()
+    resumed.restored()
+    assert resumed.result()["largest"] == 4.0  # not 4 x 4 / 2, a sum's restore
+    _update_largest(two, resumed, 3.0)
+    assert resumed.result()["largest"] == 6.0
+    resumed.reset()
+    _update_largest(two, resumed, 0.5)
+    assert resumed.result()["largest"] == 1.0  # the reset emptied every replica's state

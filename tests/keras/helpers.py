@@ -96,7 +96,10 @@ def kill_mid_epoch_then_resume(
 ) -> support.Finished:
     """An uninterrupted run, and one SIGKILLed after a mid-epoch checkpoint (past
     `after_epochs` epochs) and run again: the same final weights. Returns the run again."""
-    common = [*args, "--epochs=40", "--steps_per_loop=1", "--checkpoint_steps=8"]
+    # Enough epochs that the kill lands long before the end (a save every 8 steps, polled
+    # every 20 ms), and no more: each run saves every 8 steps to the end.
+    epochs = after_epochs + 8
+    common = [*args, f"--epochs={epochs}", "--steps_per_loop=1", "--checkpoint_steps=8"]
     reference = support.run_main([*common, f"--model_dir={tmp_path / 'ref'}"], tmp_path / "r", 300)
     assert reference.returncode == 0, reference.tail()
     model_dir = tmp_path / "run"

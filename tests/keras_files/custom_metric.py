@@ -1,6 +1,7 @@
-"""A metric of the user's own, written as keras.io writes it ("Training & evaluation with
+"""Metrics of the user's own, written as keras.io writes them ("Training & evaluation with
 the built-in methods"): a count of correct predictions whose `result()` returns its state
-variable itself, next to a mean of the user's own whose `result()` computes a tensor."""
+variable itself, a mean of the user's own whose `result()` computes a tensor, and a largest
+value, whose state is not a sum."""
 
 import keras
 import numpy as np
@@ -47,6 +48,21 @@ class MeanSquaredLogit(keras.metrics.Metric):
         return self.total / self.count
 
 
+class LargestLoss(keras.metrics.Metric):
+    """The largest per-example loss seen: a state that is a maximum, not a sum."""
+
+    def __init__(self, name="largest_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.largest = self.add_variable(shape=(), name="largest", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        losses = keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        self.largest.assign(ops.maximum(self.largest, ops.cast(ops.max(losses), self.dtype)))
+
+    def result(self):
+        return self.largest
+
+
 def build_model():
     model = keras.Sequential(
         [
@@ -58,7 +74,7 @@ def build_model():
     model.compile(
         optimizer=keras.optimizers.SGD(LEARNING_RATE),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy", CategoricalTruePositives(), MeanSquaredLogit()],
+        metrics=["accuracy", CategoricalTruePositives(), MeanSquaredLogit(), LargestLoss()],
     )
     return model
 

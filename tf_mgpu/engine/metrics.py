@@ -56,6 +56,13 @@ class Sums:
     `divide_no_nan`), a stateful metric gets `w x padding` as its `sample_weight`.
     Without sample weights they equal the unweighted metrics, as in Keras. Only
     such a Sums holds the sum of the weights, so others keep their variables and ops.
+
+    Summing each replica's state is exact for Keras's own metrics, whose states are
+    counts and totals, and not known to be for a user's own (a largest value is not
+    a sum). With several replicas a user's `Metric` subclass is updated on every
+    replica with the whole global batch (`all_gather`, padding dropped) and read
+    from one replica, so it reports what it reports on one device whatever its state
+    holds (see `Gathered`).
     """
 
     def __init__(
@@ -85,6 +92,13 @@ class Sums:
         self._sums = {key: _sum(f"{name}_{key}") for key in keys}
         # The sum of w x padding, the denominator of the weighted means; only when needed.
         self._weight = _sum(f"{name}_sample_weight") if self._weighted_means else None
+        self._strategy = tf.distribute.get_strategy()
+        replicas = self._strategy.num_replicas_in_sync
+        self._gathered = {
+            key: Gathered(metric, self._strategy)
+            for key, (metric, _) in self._stateful.items()
+            if replicas > 1 and not additive(metric)
+        }
 
     def update(
         self,
@@ -98,7 +112,8 @@ class Sums:
         """Adds one replica's batch; examples of weight 0 (padding) count for nothing.
         `parts`: each output's per-example loss, for a model with several. `w`: the
         examples' sample weights, if any, which only the weighted metrics read."""
-        if weights is None:
+        padded = weights is not None
+        if not padded:
             weights = tf.ones_like(per_example_loss, dtype=tf.float64)
         weights = tf.cast(weights, tf.float64)
         values = {"loss": per_example_loss, **(parts or {})}
@@ -114,9 +129,33 @@ class Sums:
             self._sums[key].assign_add(tf.reduce_sum(value * weighted))
         if self._weight is not None:
             self._weight.assign_add(tf.reduce_sum(weighted))
-        for key, (metric, pick) in self._stateful.items():
+        plain = {k: v for k, v in self._stateful.items() if k not in self._gathered}
+        for key, (metric, pick) in plain.items():
             chosen = weighted if key in self._weighted else weights
             metric.update_state(*pick(y, y_pred), sample_weight=chosen)
+        if self._gathered:
+            self._update_gathered(y, y_pred, weights, w, padded)
+
+    def _update_gathered(self, y, y_pred, weights, w, padded: bool) -> None:
+        """Updates each gathered metric with every replica's examples, as one device would:
+        the padding dropped, the sample weights given only to `weighted_metrics`."""
+        context = tf.distribute.get_replica_context()
+        every = context.all_gather(
+            {"y": y, "y_pred": y_pred, "weights": weights, **({} if w is None else {"w": w})},
+            axis=0,
+        )
+        real = every["weights"] > 0
+
+        def kept(a):
+            return tf.boolean_mask(a, real) if padded else a
+
+        y, y_pred = tf.nest.map_structure(kept, (every["y"], every["y_pred"]))
+        w = kept(every["w"]) if w is not None else None
+        for key, gathered in self._gathered.items():
+            metric, pick = self._stateful[key]
+            chosen = w if key in self._weighted else None
+            metric.update_state(*pick(y, y_pred), sample_weight=chosen)
+            gathered.keep()
 
     def names(self) -> list[str]:
         """What `result` reports, but the examples: 'loss', each output's loss, then each
@@ -139,19 +178,35 @@ class Sums:
         for metric, pick in self._stateful.values():
             metric.update_state(*pick(y, y_pred))
             metric.reset_state()
+        for gathered in self._gathered.values():
+            gathered.build()
 
     def _totals(self) -> list[tf.Variable]:
         return [*self._sums.values(), *([] if self._weight is None else [self._weight])]
 
     def variables(self) -> list[tf.Variable]:
-        stateful = [v for m, _ in self._stateful.values() for v in m.variables]
+        """What a checkpoint holds: the totals, each summed metric's state, and each
+        gathered metric's copy (`Gathered.saved`)."""
+        stateful = [
+            v
+            for key, (m, _) in self._stateful.items()
+            for v in (self._gathered[key].saved if key in self._gathered else m.variables)
+        ]
         return [*self._totals(), *stateful]
+
+    def restored(self) -> None:
+        """Call after a checkpoint was restored into `variables()`."""
+        for gathered in self._gathered.values():
+            gathered.restore()
 
     def reset(self) -> None:
         for total in self._totals():
             total.assign(0.0)
-        for metric, _ in self._stateful.values():
-            metric.reset_state()
+        for key, (metric, _) in self._stateful.items():
+            if key in self._gathered:
+                self._gathered[key].reset()
+            else:
+                metric.reset_state()
 
     def totals(self) -> tuple[float, float]:
         """(summed loss, examples) over every replica; collective like `result`."""
@@ -166,9 +221,80 @@ class Sums:
             key: (total / weight if weight else 0.0) if key in self._weighted else total / count
             for key, total in totals.items()
         }
-        states = {key: number(m.result()) for key, (m, _) in self._stateful.items()}
+        states = {
+            key: self._gathered[key].result() if key in self._gathered else number(m.result())
+            for key, (m, _) in self._stateful.items()
+        }
         found = {**means, **states}
         return {**{key: found[key] for key in self._order(list(found))}, "examples": int(count)}
+
+
+def additive(metric: keras.metrics.Metric) -> bool:
+    """Whether the sum of each replica's state is the state of their examples together:
+    true of Keras's own metrics (counts, totals, confusion matrices), not known of any
+    other class, a subclass of Keras's included."""
+    return type(metric).__module__.split(".")[0] == "keras"
+
+
+class Gathered:
+    """A metric every replica updates with the whole global batch, so each replica's
+    state is the state one device would hold, and which is read on one replica.
+
+    Its state cannot go into a checkpoint as it is: a variable that syncs on read
+    is saved as the sum over replicas and restored divided by the replicas of the
+    run that restores it, another number on another layout. The checkpoint holds
+    `saved` instead, a copy of each state variable averaged on save (every
+    replica's is the same), which `restore` copies back.
+    """
+
+    def __init__(self, metric: keras.metrics.Metric, strategy: tf.distribute.Strategy):
+        self._metric = metric
+        self._strategy = strategy
+        self.saved = []
+
+    def build(self) -> None:
+        """Makes the copies, once the metric's state exists (in the strategy's scope)."""
+        self.saved = [
+            tf.Variable(
+                tf.zeros(v.shape, v.dtype),
+                trainable=False,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.MEAN,
+                name=f"gathered_{i}",
+            )
+            for i, v in enumerate(self._metric.variables)
+        ]
+        self.reset()
+
+    def keep(self) -> None:
+        """In the replica step, after each update: copies this replica's state."""
+        for copy, v in zip(self.saved, self._metric.variables, strict=True):
+            copy.assign(v.value)
+
+    def _on_every_replica(self, fn):
+        return self._strategy.experimental_local_results(self._strategy.run(tf.function(fn)))
+
+    def reset(self) -> None:
+        """Each replica's own reset (a cross-replica assign would divide a start value
+        that is not 0 among the replicas)."""
+
+        def reset():
+            self._metric.reset_state()
+            self.keep()
+
+        self._on_every_replica(reset)
+
+    def restore(self) -> None:
+        def restore():
+            for copy, v in zip(self.saved, self._metric.variables, strict=True):
+                v.assign(copy.read_value())
+
+        self._on_every_replica(restore)
+
+    def result(self) -> float:
+        """The first replica's result (every replica holds the same state)."""
+        first = self._on_every_replica(lambda: tf.convert_to_tensor(self._metric.result()))
+        return number(first[0])
 
 
 def number(value) -> float:
@@ -221,6 +347,9 @@ class KerasMetrics:
 
     def variables(self) -> list:
         return [self._count, *self._model.metrics_variables]
+
+    def restored(self) -> None:
+        """Nothing to do after a restore: the model's metrics are sums (as under `fit`)."""
 
     def reset(self) -> None:
         self._count.assign(0.0)

@@ -30,6 +30,8 @@ class TrainState:
     train_sums: metrics.Sums | metrics.KerasMetrics
     test_sums: metrics.Sums | metrics.KerasMetrics
     steps: tf.Variable | None = None
+    # The optimizer's own gradient_accumulation_steps, which the engine runs instead.
+    optimizer_accumulation: int | None = None
 
     @property
     def own_step(self) -> bool:
@@ -107,6 +109,7 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
                 f"example; return the per-example values (no mean over the batch): tf_mgpu "
                 f"reduces them over the global batch, however it is split over replicas"
             )
+        accumulation = _take_accumulation(net, task.where)
         net.optimizer.build(net.trainable_variables)
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
         if own or own_eval:  # built before the first step, as fit builds them
@@ -134,7 +137,35 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             train_sums=train_sums,
             test_sums=test_sums,
             steps=_step_counter() if counts else None,
+            optimizer_accumulation=accumulation,
         )
+
+
+def _take_accumulation(net: keras.Model, where: str) -> int | None:
+    """The optimizer's `gradient_accumulation_steps` K, taken from it (set to None there).
+
+    Keras accumulates inside the optimizer with a `merge_call` in a `cond`, which
+    fails under a strategy (under `fit` too). The engine runs the same maths
+    instead: K micro-batches per step, their gradients summed, one update of the
+    mean over the K x batch examples (`--accumulation_steps`), exact on any
+    number of replicas. The export keeps the optimizer as trained, without it.
+    """
+    optimizer = net.optimizer
+    holders = [optimizer, getattr(optimizer, "inner_optimizer", None)]
+    found = [h for h in holders if h is not None and (h.gradient_accumulation_steps or 1) > 1]
+    if not found:
+        return None
+    steps = found[0].gradient_accumulation_steps
+    if runs_own_step(net):
+        raise UserError(
+            f"{where}: the optimizer's gradient_accumulation_steps={steps} cannot run under a "
+            f"distribution strategy (Keras's accumulation fails there, under fit too), and "
+            f"tf_mgpu cannot split {type(net).__name__}'s own train_step into micro-batches; "
+            f"drop gradient_accumulation_steps and raise the batch size instead"
+        )
+    for holder in found:
+        holder.gradient_accumulation_steps = None
+    return steps
 
 
 def runs_own_step(net: keras.Model) -> bool:

@@ -52,7 +52,9 @@ class Trainer:
         self.input = self.placement.input
         self._strategy, self._config, self._datasets = strategy, config, datasets
         self.task = task
-        self.per_replica = config.batch_size * config.accumulation_steps
+        self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
+        self.accumulation_steps = _accumulation(config, self.state, task.where)
+        self.per_replica = config.batch_size * self.accumulation_steps
         self.global_batch = self.per_replica * replicas
         self.eval_batch = config.batch_size * replicas
         self.train_examples = len(datasets.train)
@@ -63,8 +65,7 @@ class Trainer:
         self.block = None if steps_per_loop == "auto" else steps_per_loop
         self.pace = pace.Pace(config.loop_seconds, cap=self.block)
         self.eval_pace: pace.Pace | None = None  # sized from the training calls, once measured
-        self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
-        if self.state.own_step and config.accumulation_steps > 1:
+        if self.state.own_step and self.accumulation_steps > 1:
             raise UserError(
                 f"{task.where}: {type(self.state.model).__name__} trains with its own "
                 f"train_step, which tf_mgpu cannot split into micro-batches; drop "
@@ -135,7 +136,7 @@ class Trainer:
             replica_train_step,
             self.state,
             self.global_batch,
-            accumulation_steps=self._config.accumulation_steps,
+            accumulation_steps=self.accumulation_steps,
         )
 
     def _stream_train(self) -> stream_train.LocalIteratorTrain | None:
@@ -358,3 +359,17 @@ class Trainer:
         if evaluating:
             return self.eval_pace.expected_seconds(steps) if self.eval_pace else None
         return self.pace.expected_seconds(steps)
+
+
+def _accumulation(config: Config, state, where: str) -> int:
+    """Micro-batches per step: --accumulation_steps, or the optimizer's own
+    gradient_accumulation_steps, which the engine runs (see state._take_accumulation)."""
+    own = state.optimizer_accumulation
+    if own is None or config.accumulation_steps == own:
+        return own or config.accumulation_steps
+    if config.accumulation_steps > 1:
+        raise UserError(
+            f"{where}: the optimizer's gradient_accumulation_steps={own} and "
+            f"--accumulation_steps={config.accumulation_steps} disagree; drop one of them"
+        )
+    return own

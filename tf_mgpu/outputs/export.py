@@ -268,9 +268,24 @@ def locate(path: str) -> str:
     return path
 
 
-def load(path: str) -> keras.Model:
-    """The compiled Keras model at `path`; load it in the strategy's scope to mirror it."""
+def load(path: str, own: dict | None = None) -> keras.Model:
+    """The compiled Keras model at `path`; load it in the strategy's scope to mirror it.
+    `own`: the classes and functions of the user's own it may name (`own_objects`)."""
     try:
-        return keras.saving.load_model(path, compile=True)
+        return keras.saving.load_model(path, custom_objects=own, compile=True)
     except (ValueError, OSError, zipfile.BadZipFile) as e:
         raise UserError(f"--model={path} cannot be read as a Keras model ({e})") from None
+    except TypeError as e:  # Keras's "Could not locate function 'my_loss'..."
+        if "Could not locate" not in str(e):
+            raise
+        raise UserError(
+            f"--model={path} names a class or function Keras cannot find "
+            f"({str(e).split('. ')[0]}); pass the --task that trained it, which defines it, "
+            f"or decorate it with @keras.saving.register_keras_serializable()"
+        ) from None
+
+
+def own_objects(model: keras.Model) -> dict:
+    """What `load` needs to read the export of a model built as `model` is (see
+    `_own_objects`)."""
+    return _own_objects(model)

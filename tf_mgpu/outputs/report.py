@@ -31,13 +31,16 @@ def start_line(
     model: str = "mnist_mlp",
     xla: str = "",
     inputs: str = "",
+    accumulation_from_optimizer: bool = False,
 ) -> str:
     """The run's first line; `inputs` says how the data is served and why (default:
-    config.input)."""
+    config.input). `accumulation_from_optimizer`: the accumulation steps are the
+    optimizer's gradient_accumulation_steps, which tf_mgpu runs itself."""
     replicas = strategy.num_replicas_in_sync
     devices = ",".join(strategies.devices_of(strategy))
     accumulation = (
         f" x {config.accumulation_steps} accumulation steps"
+        + (" (the optimizer's gradient_accumulation_steps)" if accumulation_from_optimizer else "")
         if config.accumulation_steps > 1
         else ""
     )
