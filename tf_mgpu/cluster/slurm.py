@@ -165,11 +165,11 @@ def _gpu_options(gpus: list[str]) -> dict:
     Otherwise one placeholder slot per task of the step, which only lets the
     resolver form the cluster (see the module's docstring).
     """
-    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
+    from tf_mgpu import internals
 
     # The resolver's own parser of e.g. "2(x3),1": tasks per node, in node order.
     per_node = os.environ["SLURM_STEP_TASKS_PER_NODE"]
-    if len(gpus) >= max(slurm_cluster_resolver.expand_tasks_per_node(per_node)):
+    if len(gpus) >= max(internals.slurm_tasks_per_node(per_node)):
         return {"gpus_per_node": len(gpus), "auto_set_gpu": True}
     slots = int(os.environ["SLURM_STEP_NUM_TASKS"])
     return {"gpus_per_node": slots, "gpus_per_task": 1, "auto_set_gpu": False}

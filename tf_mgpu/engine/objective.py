@@ -32,6 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tf_mgpu import internals
 from tf_mgpu.engine import heads
 from tf_mgpu.engine.metrics import OfOutput, Weighted
 from tf_mgpu.engine.per_example import is_sparse_categorical, loss_function, metric_function
@@ -210,9 +211,7 @@ def _stateful(metric) -> bool:
 
 def loss_weights(model: keras.Model):
     """compile's `loss_weights` as given (None, a number, a list or a dict)."""
-    # As for the metrics, Keras keeps them as given only here.
-    compiled = getattr(model, "_compile_loss", None)
-    return getattr(compiled, "_user_loss_weights", None)
+    return internals.compiled_loss_weights(model)
 
 
 def _one_weight(given, where: str) -> float | None:
@@ -242,14 +241,12 @@ def _scaled(loss: Callable, weight: float | None) -> Callable:
 
 def user_metrics(model: keras.Model):
     """The metrics exactly as the user passed them to `compile` (None, a list, a dict...)."""
-    # Keras keeps them as passed only here; there is no public reader, and its
-    # serialized form (get_compile_config) loses unregistered functions.
-    return model._compile_metrics._user_metrics if model._compile_metrics else None
+    return internals.compiled_metrics(model)[0]
 
 
 def user_weighted_metrics(model: keras.Model):
-    """compile's `weighted_metrics` exactly as passed, read where the metrics are."""
-    return model._compile_metrics._user_weighted_metrics if model._compile_metrics else None
+    """compile's `weighted_metrics` exactly as passed."""
+    return internals.compiled_metrics(model)[1]
 
 
 def _flat(metrics, several: bool = False, what: str = "metrics") -> list:

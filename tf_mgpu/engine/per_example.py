@@ -10,6 +10,8 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tf_mgpu import internals
+
 _ACCURACY = ("accuracy", "acc")
 
 
@@ -49,7 +51,7 @@ def metric_function(given, y_shape, y_pred_shape) -> tuple[str, Callable]:
         if not isinstance(metric, keras.metrics.MeanMetricWrapper):
             # Stateful (AUC, Precision...): its state is summed over replicas (metrics.Sums).
             return (given if isinstance(given, str) else metric.name), metric
-        fn, kwargs = metric._fn, metric._fn_kwargs  # no public reader of either
+        fn, kwargs = internals.metric_function(metric)
         name = metric.name
     else:
         fn, kwargs = metric, {}

@@ -7,6 +7,7 @@ scaling rule to whichever rate applies, after `--warmup_epochs` of warmup.
 import keras
 import tensorflow as tf
 
+from tf_mgpu import internals
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 
@@ -103,7 +104,7 @@ def apply(
 ):
     """Sets the run's rate on the compiled `optimizer` when the flags ask; returns the rate."""
     optimizer = inner(optimizer)
-    compiled = optimizer._learning_rate  # the float variable, a schedule or a callable
+    compiled = internals.learning_rate(optimizer)  # the float variable, a schedule or a callable
     if config.learning_rate is None and not config.scale_lr:
         if callable(compiled):  # a schedule or a function; the float is a keras.Variable
             return compiled

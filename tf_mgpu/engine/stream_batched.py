@@ -25,27 +25,7 @@ import dataclasses
 
 import tensorflow as tf
 
-_BATCHES = ("_BatchDataset", "_ParallelBatchDataset")
-# After a batch: transformations whose elements are still one batch each, and of those
-# the ones that keep every example (the count of examples then follows from the batch's).
-_KEEP_COUNT = (
-    "_MapDataset",
-    "_ParallelMapDataset",
-    "_PrefetchDataset",
-    "_ShuffleDataset",
-    "CacheDataset",
-    "_MemoryCacheDataset",
-    "_OptionsDataset",
-    "_AssertCardinalityDataset",
-)
-_KEEP_BATCHES = (
-    *_KEEP_COUNT,
-    "_FilterDataset",
-    "_TakeDataset",
-    "_SkipDataset",
-    "_ShardDataset",
-    "_IgnoreErrorsDataset",
-)
+from tf_mgpu import internals
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,19 +44,18 @@ def batching(dataset: tf.data.Dataset) -> tuple[Batched, int | None] | None:
     """(how `dataset` is batched, how many examples it yields if known without reading),
     or None if it is not batched (see the module's docstring)."""
     node, counted = dataset, True
-    while (kind := type(node).__name__) not in _BATCHES:
-        if kind not in _KEEP_BATCHES or len(node._inputs()) != 1:
+    while (kind := type(node).__name__) not in internals.BATCHES:
+        if kind not in internals.KEEP_BATCHES or len(internals.dataset_inputs(node)) != 1:
             return None
-        counted = counted and kind in _KEEP_COUNT
-        node = node._inputs()[0]
-    size = tf.get_static_value(node._batch_size)
-    drop = tf.get_static_value(node._drop_remainder)
+        counted = counted and kind in internals.KEEP_COUNT
+        node = internals.dataset_inputs(node)[0]
+    size, drop = (tf.get_static_value(t) for t in internals.batch_arguments(node))
     if size is None or drop is None:
         return None
     batched = Batched(int(size), bool(drop))
     if not _leads_every_tensor(dataset.element_spec, batched.size):
         return None
-    inside = int(node._inputs()[0].cardinality())
+    inside = int(internals.dataset_inputs(node)[0].cardinality())
     if not counted or inside < 0:
         return batched, None
     return batched, inside - inside % batched.size if batched.drop_remainder else inside

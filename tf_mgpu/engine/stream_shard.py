@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from tf_mgpu import internals
 from tf_mgpu.engine import data
 from tf_mgpu.engine.stream import SHUFFLE_BUFFER, Stream, epoch_seed
 
@@ -80,12 +81,8 @@ def own_files(dataset: tf.data.Dataset, context: tf.distribute.InputContext) -> 
     """
     if context.num_input_pipelines == 1:
         return dataset
-    from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
-
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.FILE
-    return tf_data_distribute._AutoShardDataset(
-        dataset.with_options(options),
+    return internals.auto_shard_by_file(
+        dataset,
         context.num_input_pipelines,
         context.input_pipeline_id,
         context.num_replicas_in_sync,
