@@ -129,6 +129,18 @@ def test_a_good_task_file_trains(tmp_path):
     assert set(result.summary) >= {"test_loss", "test_accuracy"}
 
 
+@pytest.mark.parametrize("flag", ["train_split", "test_split"])
+def test_a_split_flag_a_task_cannot_read_is_refused_not_ignored(tmp_path, flag):
+    task = adapter.load(str(write_task(tmp_path, GOOD_MODEL + GOOD_DATA)))
+    config = dataclasses.replace(Config(), **{flag: "train[:100]"})
+    with pytest.raises(UserError, match=f"--{flag}=train\\[:100\\] chooses a TFDS split"):
+        task.load_data(config)
+    reads = adapter.load(
+        str(write_task(tmp_path, GOOD_MODEL + GOOD_DATA.replace("load_data()", "load_data(c)")))
+    )
+    assert len(reads.load_data(config).test) == 16  # load_data(config) may read it
+
+
 def earlier_run(model_dir):
     model_dir.mkdir()
     (model_dir / "summary.json").write_text("{}")

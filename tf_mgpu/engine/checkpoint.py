@@ -20,12 +20,13 @@ previous checkpoint usable. Restore tries the newest first and falls back
 past any it cannot read.
 
 Under MultiWorkerMirroredStrategy every worker takes part in each save
-(reading the metric sums is collective), only the chief writes into
-`--model_dir`; the others write into a temporary directory of their own and
-delete it. A worker training from a tf.data split also writes its own place in
-that data beside each checkpoint (`ckpt-<step>.input-<worker>-of-<layout>`, see
-`tf_mgpu.engine.stream_train`). Every worker restores from `--model_dir`: across machines it must
-be on storage every worker can read, as for TensorFlow's own BackupAndRestore.
+(reading the metric sums is collective) and only the chief writes the
+checkpoint into `--model_dir`; the others write theirs into a temporary
+directory of their own and delete it. Every worker training from a tf.data
+split also writes its own place in that data beside each checkpoint
+(`ckpt-<step>.input-<worker>-of-<layout>`, see `tf_mgpu.engine.stream_train`).
+Every worker restores from `--model_dir`: across machines it must be on
+storage every worker can read, as for TensorFlow's own BackupAndRestore.
 """
 
 import contextlib

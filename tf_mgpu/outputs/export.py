@@ -100,7 +100,12 @@ def float32_copy(model: keras.Model) -> keras.Model:
         raise RuntimeError("export outside strategy.scope(): variables made inside are mirrored")
 
     def float32_layer(layer):
-        return type(layer).from_config({**layer.get_config(), "dtype": "float32"})
+        config = layer.get_config()
+        # An operation called on Keras tensors (`x + 3.0` in keras.applications' MobileNetV3)
+        # is cloned too, and takes no dtype.
+        if isinstance(layer, keras.layers.Layer):
+            config = {**config, "dtype": "float32"}
+        return type(layer).from_config(config)
 
     policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
