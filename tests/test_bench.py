@@ -20,6 +20,7 @@ def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.harness
 @pytest.mark.bench
 def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mnist_data_dir):
     done = bench(

@@ -18,8 +18,11 @@ from tests.support import ROOT, environment
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-# Flags of other programs the pages name (srun, sbatch, pip, tensorboard, torchrun, iptables...).
-OTHER_PROGRAMS_FLAGS = {"inspect", "logdir", "label", "nodes", "time", "output", "wait", "dport"}
+# Flags of other programs the pages name (srun, sbatch, pip, tensorboard, torchrun, iptables,
+# docker...).
+OTHER_PROGRAMS_FLAGS = {
+    *("inspect", "logdir", "label", "nodes", "time", "output", "wait", "dport", "gpus", "rm")
+}
 # Every command a page may name a flag of, whether or not a fenced block runs it.
 COMMANDS = (
     "tf_mgpu.main",
@@ -27,6 +30,7 @@ COMMANDS = (
     "tf_mgpu.check",
     "tf_mgpu.evaluate",
     "tf_mgpu.predict",
+    "tf_mgpu.devices",
     "tf_mgpu.bench",
     "tf_mgpu.sweep",
     "tf_mgpu.slurm",

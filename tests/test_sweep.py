@@ -21,6 +21,7 @@ def sweep(*args: str, timeout: float) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.harness
 def test_a_tiny_sweep_writes_rows_chart_and_errors_as_rows(tmp_path, mnist_data_dir):
     done = sweep(
         f"--output_dir={tmp_path}",

@@ -386,7 +386,10 @@ def _run(config: Config) -> None:
     from tf_mgpu import training
 
     clock.mark("import")
-    training.run(config, flagfile=flagfile_text(), stop=stop, clock=clock)
+    splits_given = bool(_TRAIN_SPLIT.present or _TEST_SPLIT.present)
+    training.run(
+        config, flagfile=flagfile_text(), stop=stop, clock=clock, splits_given=splits_given
+    )
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def run(
     flagfile: str | None = None,
     stop: stopping.Stop | None = None,
     clock: timing.Phases | None = None,
+    splits_given: bool = False,
 ) -> Result | None:
     """Trains and evaluates `task` for `config.epochs`, resuming from `config.model_dir`.
 
@@ -90,8 +91,9 @@ def run(
     flagfile that replays the run; the chief writes it into
     `config.model_dir` with the other outputs. `stop` carries SIGTERM/SIGINT
     requests (see `tf_mgpu.engine.stopping`). `clock` times the run's phases
-    (default: from this call). Returns None when the model dir already holds
-    every epoch asked for.
+    (default: from this call). `splits_given`: --train_split or --test_split was on
+    the command line (refused for a task that cannot read them). Returns None when the
+    model dir already holds every epoch asked for.
     """
     stop = stop or stopping.Stop()
     clock = clock or timing.Phases()
@@ -109,6 +111,8 @@ def run(
             devices.grow_gpu_memory(config.memory_growth)
             devices.split_cpu(config.num_cpu_devices)
         work = adapter.load(config.task if task is None else task)
+        if splits_given:
+            adapter.refuse_unread_splits(work, config)
         # --dtype, else the policy the task file set (float32 if none).
         config = dataclasses.replace(config, dtype=config.dtype or work.dtype)
         if config.batch_workers is not None:  # --scale_lr's rate is for the stated batch

@@ -3,19 +3,22 @@ tf_mgpu: a Keras feature that fails turns this red before it reaches a user.
 
 Each trains one epoch on 2 replicas and exports; its `model.keras` reloads with Keras's own
 `load_model` (given the file's classes and functions, as a user gives them), and Keras's
-`evaluate` of it equals the run's test figures. Where the model draws no random numbers in
+`evaluate` of it equals the run's test figures (and `tf_mgpu.evaluate --task` finds a loss
+written as a Python function in the task file). Where the model draws no random numbers in
 training, keeps no per-replica statistics and reads arrays, its weights also equal Keras `fit`
 on one device, on the same examples in the same order, in float64.
 """
 
 import dataclasses
 import inspect
+import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import support
 from tests.keras.helpers import load, path_of
 from tests.support import cpu_strategy
 from tf_mgpu import training
@@ -52,6 +55,17 @@ def own_objects(module) -> dict:
         if (inspect.isfunction(value) or inspect.isclass(value))
         and value.__module__ == module.__name__
     }
+
+
+def evaluate_command(name: str, model_dir) -> str:
+    """What `python -m tf_mgpu.evaluate --task=... --model=model_dir` prints."""
+    command = [sys.executable, "-m", "tf_mgpu.evaluate", f"--task={path_of(name)}"]
+    command.append(f"--model={model_dir}")
+    done = support.run_processes(
+        {"evaluate": (command, support.environment())}, model_dir / "logs", 120
+    )["evaluate"]
+    assert done.returncode == 0, done.tail()
+    return done.stdout
 
 
 def fit_on_one_device(task, global_batch: int) -> keras.Model:
@@ -103,6 +117,9 @@ def test_a_keras_io_model_trains_exports_reloads_and_matches_keras(tmp_path, nam
     assert set(says) <= set(figures), (says, figures)
     for key, value in says.items():
         assert figures[key] == pytest.approx(value, abs=1e-5), key
+    if name == "function_loss":  # `evaluate --task` finds the function in the task file
+        evaluated = evaluate_command(name, tmp_path)
+        assert f"test_loss {result.summary['test_loss']:.4f}" in evaluated, evaluated
     if ZOO[name] == FIT:
         other = fit_on_one_device(task, result.summary["global_batch"]).weights
     elif ZOO[name] == ONE_DEVICE:

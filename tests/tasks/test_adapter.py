@@ -134,11 +134,19 @@ def test_a_split_flag_a_task_cannot_read_is_refused_not_ignored(tmp_path, flag):
     task = adapter.load(str(write_task(tmp_path, GOOD_MODEL + GOOD_DATA)))
     config = dataclasses.replace(Config(), **{flag: "train[:100]"})
     with pytest.raises(UserError, match=f"--{flag}=train\\[:100\\] chooses a TFDS split"):
-        task.load_data(config)
+        adapter.refuse_unread_splits(task, config)
     reads = adapter.load(
         str(write_task(tmp_path, GOOD_MODEL + GOOD_DATA.replace("load_data()", "load_data(c)")))
     )
-    assert len(reads.load_data(config).test) == 16  # load_data(config) may read it
+    adapter.refuse_unread_splits(reads, config)  # load_data(config) may read it
+    if flag == "train_split":  # from the command line, once: main passes what it was given
+        write_task(tmp_path, GOOD_MODEL + GOOD_DATA)
+        finished = support.run_main(
+            [f"--task={tmp_path / 'task.py'}", f"--{flag}=train[:100]", "--epochs=1"],
+            tmp_path / "logs",
+            120,
+        )
+        support.assert_one_line_exit(finished, errors.EXIT_USER_ERROR, f"--{flag}=train[:100]")
 
 
 def earlier_run(model_dir):

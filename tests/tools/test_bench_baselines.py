@@ -80,6 +80,7 @@ def check_result(result: dict, epochs: int, examples: int) -> None:
     assert 0.2 < result["test_accuracy"] < 0.95, result
 
 
+@pytest.mark.harness
 @pytest.mark.bench
 def test_seed_torch_trains_on_a_slice():
     require_torch()
@@ -87,6 +88,7 @@ def test_seed_torch_trains_on_a_slice():
     check_result(result, epochs=2, examples=2048)
 
 
+@pytest.mark.harness
 def test_keras_fit_trains_on_a_slice(mnist_data_dir):
     # pytest's process already built MirroredStrategies (see support.fresh_collective_keys).
     fresh_collective_keys()
@@ -94,6 +96,7 @@ def test_keras_fit_trains_on_a_slice(mnist_data_dir):
     check_result(result, epochs=2, examples=2048)
 
 
+@pytest.mark.harness
 @pytest.mark.parametrize("name", ["keras_fit_task", "task_floor"])
 def test_fit_and_the_floor_of_any_task_train_and_evaluate_it_as_compiled(name):
     task = str(ROOT / "examples" / "two_inputs_task.py")

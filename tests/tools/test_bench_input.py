@@ -42,6 +42,7 @@ def test_the_dataset_is_the_same_examples_in_both_formats_and_learnable(tiny):
     assert np.abs(means[0] - means[1]).mean() > 20
 
 
+@pytest.mark.harness
 @pytest.mark.cluster
 def test_the_harness_measures_every_figure_of_both_formats(tiny, tmp_path):
     done = subprocess.run(

@@ -89,6 +89,7 @@ def test_a_failed_run_raises_with_its_output(tmp_path):
         runner.run_variant(variants.TABLE[0], settings, 0, tmp_path)
 
 
+@pytest.mark.harness
 @pytest.mark.cluster
 def test_two_workers_run_as_one_measurement_read_from_the_chief(tmp_path, mnist_data_dir):
     settings = Settings(

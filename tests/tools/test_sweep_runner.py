@@ -110,6 +110,7 @@ def test_chart_is_a_png_even_with_failed_rows(tmp_path):
     support.assert_png(tmp_path / "c.png")
 
 
+@pytest.mark.harness
 @pytest.mark.cluster
 def test_two_workers_run_as_one_point_and_the_allreduce_is_measured(tmp_path, mnist_data_dir):
     runner = sweeping.Runner(

@@ -45,6 +45,7 @@ class Task:
     export: Callable[[keras.Model, str], list[str]] | None = None
     dtype: str = "float32"
     callbacks: Callable[[], list] | None = None
+    reads_config: bool = True  # load_data takes the run's Config (and may read its splits)
 
 
 def check_inputs(model: keras.Model, x, where: str) -> None:

@@ -90,8 +90,6 @@ def adapt(module, *, name: str, where: str) -> Task:
     class_weight = getattr(module, "CLASS_WEIGHT", None)
 
     def load(config: Config) -> data.Data:
-        if not takes_config:
-            _refuse_splits(config, where)
         returned = load_data(config) if takes_config else load_data()
         # Held out before class weights, which weight training only (as Keras's fit).
         loaded = data.held_out(to_data(returned, where), config.validation_split, where)
@@ -110,18 +108,22 @@ def adapt(module, *, name: str, where: str) -> Task:
         export=getattr(module, "export", None),
         dtype=keras.config.dtype_policy().name,
         callbacks=getattr(module, "callbacks", None),
+        reads_config=takes_config,
     )
 
 
-def _refuse_splits(config: Config, where: str) -> None:
-    """--train_split and --test_split choose TFDS splits of the built-in MNIST tasks; a task
-    whose load_data() takes no config cannot read them, so they are refused, not ignored."""
+def refuse_unread_splits(task: Task, config: Config) -> None:
+    """--train_split and --test_split, given on the command line, choose TFDS splits of the
+    built-in MNIST tasks; a task whose load_data() takes no config cannot read them, so they
+    are refused, not ignored."""
+    if task.reads_config:
+        return
     for flag, default in (("train_split", "train"), ("test_split", "test")):
         if getattr(config, flag) != default:
             raise UserError(
                 f"--{flag}={getattr(config, flag)} chooses a TFDS split of the built-in MNIST "
-                f"tasks; {where} loads its own data (its load_data() takes no config): drop "
-                f"--{flag}, or define load_data(config) and read config.{flag} there"
+                f"tasks; {task.where} loads its own data (its load_data() takes no config): "
+                f"drop --{flag}, or define load_data(config) and read config.{flag} there"
             )
 
 
