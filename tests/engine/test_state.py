@@ -31,7 +31,7 @@ def masks(replicas: int, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
     @tf.function
     def draw():
         def replica():
-            with state_module.replica_streams(state):
+            with state_module.replica_random_streams(state):
                 return state.model(tf.ones((1, 256)), training=True)
 
         return strategy.run(replica)

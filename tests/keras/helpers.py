@@ -9,6 +9,7 @@ import dataclasses
 import json
 import pathlib
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -17,6 +18,7 @@ from tests.support import ROOT, cpu_strategy
 from tests.test_training_tasks import import_file, weights
 from tf_mgpu import training
 from tf_mgpu.config import Config
+from tf_mgpu.engine import data
 
 FILES = ROOT / "tests" / "keras_files"
 
@@ -150,3 +152,33 @@ def two_workers_and_one_device(tmp_path: pathlib.Path, task: str, epochs: int, *
         **settings,
     )
     return cluster, training.run(config, strategy=cpu_strategy(1))
+
+
+def built_as_tf_mgpu_builds(task) -> keras.Model:
+    """The task's model on one device in float64, from the weights tf_mgpu starts from (seed
+    3, FLOAT64's), for a comparison with Keras's own fit."""
+    keras.utils.set_random_seed(3)
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float64")
+    try:
+        return task.build_model()
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def keras_input(a):
+    """An array as Keras's fit and evaluate take it: strings as a tensor (NumPy's unicode
+    arrays are refused, "Invalid dtype: str736"; tf_mgpu reads them as they are)."""
+    return tf.constant(a) if isinstance(a, np.ndarray) and a.dtype.kind in "US" else a
+
+
+def keras_fit_in_tf_mgpus_order(task, epochs: int, global_batch: int) -> keras.Model:
+    """Keras `fit` on one device in float64 (`built_as_tf_mgpu_builds`), on the training
+    arrays in the order tf_mgpu trains them, in one call as a run is one."""
+    (x, y), _ = task.load_data()
+    examples = len(tf.nest.flatten(y)[0])
+    order = np.concatenate([data.epoch_order(examples, 3, e).numpy() for e in range(epochs)])
+    model = built_as_tf_mgpu_builds(task)
+    x, y = tf.nest.map_structure(lambda a: keras_input(a[order]), (x, y))
+    model.fit(x, y, batch_size=global_batch, shuffle=False, verbose=0)
+    return model

@@ -10,6 +10,7 @@ import pytest
 from tests.keras.helpers import (
     FLOAT64,
     assert_same_weights,
+    built_as_tf_mgpu_builds,
     load,
     one_and_two,
     path_of,
@@ -58,13 +59,7 @@ def test_a_batched_dataset_ends_as_keras_fit_and_evaluate_on_one_device(tmp_path
     two = training.run(config, with_validation(BATCH=1000), strategy=cpu_strategy(2))
     task = load("batched_dataset", BATCH=1000)
     train, validation = task.load_data()
-    keras.utils.set_random_seed(3)
-    policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float64")
-    try:
-        fitted = task.build_model()
-    finally:
-        keras.config.set_dtype_policy(policy)
+    fitted = built_as_tf_mgpu_builds(task)
     initial = [w.numpy() for w in fitted.weights]
     fitted.fit(train, epochs=2, validation_data=validation, shuffle=False, verbose=0)
     # The batched validation split, evaluated every epoch as fit evaluates it.

@@ -13,6 +13,7 @@ from tests.keras.helpers import (
     FILES,
     FLOAT64,
     assert_same_weights,
+    keras_fit_in_tf_mgpus_order,
     kill_mid_epoch_then_resume,
     largest_difference,
     load,
@@ -24,7 +25,7 @@ from tests.support import cpu_strategy
 from tests.test_training_tasks import replica_copies
 from tf_mgpu import errors, training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, stopping
+from tf_mgpu.engine import stopping
 from tf_mgpu.tasks import adapter
 
 
@@ -73,22 +74,6 @@ def test_accumulation_steps_that_disagree_with_the_optimizers_are_refused():
     config = dataclasses.replace(FLOAT64, accumulation_steps=2)
     with pytest.raises(errors.UserError, match="gradient_accumulation_steps=4 and "):
         training.run(config, load("gradient_accumulation"), strategy=cpu_strategy(1))
-
-
-def keras_fit_in_tf_mgpus_order(task, epochs: int, global_batch: int) -> keras.Model:
-    """Keras `fit` on one device in float64, from the weights tf_mgpu starts from (the same
-    seed), on the examples in the order tf_mgpu trains them, in one call as a run is one."""
-    (x, y), _ = task.load_data()
-    order = np.concatenate([data.epoch_order(len(y), 3, e).numpy() for e in range(epochs)])
-    keras.utils.set_random_seed(3)
-    policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float64")
-    try:
-        model = task.build_model()
-    finally:
-        keras.config.set_dtype_policy(policy)
-    model.fit(x[order], y[order], batch_size=global_batch, shuffle=False, verbose=0)
-    return model
 
 
 def test_use_ema_ends_with_the_averaged_weights_as_keras_fit_ends_and_exports_them(tmp_path):

@@ -19,11 +19,10 @@ import pytest
 import tensorflow as tf
 
 from tests import support
-from tests.keras.helpers import load, path_of
+from tests.keras.helpers import keras_fit_in_tf_mgpus_order, keras_input, load, path_of
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data
 
 # Each model, and what its weights are compared with: Keras fit on one device (FIT), tf_mgpu
 # on one device (ONE_DEVICE, where Keras fit cannot run it in float64), or nothing, and why.
@@ -68,29 +67,6 @@ def evaluate_command(name: str, model_dir) -> str:
     return done.stdout
 
 
-def fit_on_one_device(task, global_batch: int) -> keras.Model:
-    """Keras fit on one device in float64 from tf_mgpu's seed, on one epoch of the training
-    arrays in the order tf_mgpu trains them."""
-    (x, y), _ = task.load_data()
-    order = data.epoch_order(len(tf.nest.flatten(y)[0]), 3, 0).numpy()
-    keras.utils.set_random_seed(3)
-    policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float64")
-    try:
-        model = task.build_model()
-    finally:
-        keras.config.set_dtype_policy(policy)
-    x, y = tf.nest.map_structure(lambda a: keras_input(a[order]), (x, y))
-    model.fit(x, y, batch_size=global_batch, shuffle=False, verbose=0)
-    return model
-
-
-def keras_input(a):
-    """An array as Keras's fit and evaluate take it: strings as a tensor (NumPy's unicode
-    arrays are refused, "Invalid dtype: str736"; tf_mgpu reads them as they are)."""
-    return tf.constant(a) if isinstance(a, np.ndarray) and a.dtype.kind in "US" else a
-
-
 @pytest.mark.parametrize("name", list(ZOO))
 def test_a_keras_io_model_trains_exports_reloads_and_matches_keras(tmp_path, name):
     compared = ZOO[name] in (FIT, ONE_DEVICE)
@@ -121,7 +97,8 @@ def test_a_keras_io_model_trains_exports_reloads_and_matches_keras(tmp_path, nam
         evaluated = evaluate_command(name, tmp_path)
         assert f"test_loss {result.summary['test_loss']:.4f}" in evaluated, evaluated
     if ZOO[name] == FIT:
-        other = fit_on_one_device(task, result.summary["global_batch"]).weights
+        fitted = keras_fit_in_tf_mgpus_order(task, 1, result.summary["global_batch"])
+        other = fitted.weights
     elif ZOO[name] == ONE_DEVICE:
         config = dataclasses.replace(config, batch_size=32, model_dir=str(tmp_path / "one"))
         other = training.run(config, strategy=cpu_strategy(1)).state.model.weights

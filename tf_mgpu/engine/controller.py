@@ -60,8 +60,9 @@ class Action:
     def after_evaluation_call(self) -> None:
         """After each call of an evaluation, once the workers agreed (a stop, say)."""
 
-    def end_training(self, epoch: int) -> None:
-        """After the epoch's last call, whether it ended well or raised."""
+    def end_epoch_training(self, epoch: int) -> None:
+        """After the epoch's last training call, before its evaluation, whether training
+        ended well or raised."""
 
     def after_epoch(self, record: dict) -> None:
         """After the epoch's evaluation: `record` has its metrics."""
@@ -104,7 +105,7 @@ class Controller:
                 record = {"epoch": epoch, **trained}
             finally:
                 for action in self._actions:
-                    action.end_training(epoch)
+                    action.end_epoch_training(epoch)
             # A stop while evaluating saves the epoch's steps, and the resumed run evaluates.
             record.update(trainer.evaluate(self._before_evaluation_call, self._after_evaluation))
             trainer.close_epoch()

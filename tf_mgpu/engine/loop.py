@@ -163,8 +163,9 @@ class ResidentTrain:
         return int(self._steps(self._order[1], first_t, count_t))
 
 
-class StreamTrain:
-    """Training steps fed by one distributed `tf.data` iterator for the whole run."""
+class IteratorTrain:
+    """Training steps fed by one distributed `tf.data` iterator for the whole run (any
+    split served as a `tf.data` pipeline, not only a `Stream`)."""
 
     def __init__(self, strategy: tf.distribute.Strategy, replica_step, dataset_fn, scope: str):
         self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
@@ -238,10 +239,10 @@ class StreamEval:
     def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
         def step(*batch) -> tf.Tensor:
             replica_step(*batch)
-            return tf.constant(True)  # StreamTrain's loop asks whether the loss was finite
+            return tf.constant(True)  # IteratorTrain's loop asks whether the loss was finite
 
         self.steps = steps
-        self._stream = StreamTrain(strategy, step, dataset_fn, scope)
+        self._stream = IteratorTrain(strategy, step, dataset_fn, scope)
 
     def run(self, first: int = 0, count: int | None = None) -> None:
         """The pass's next `count` steps (default: all from `first`); the endless iterator

@@ -45,7 +45,7 @@ class TrainState:
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
-        SeedGenerator (a Dropout layer's, say). See `replica_streams`."""
+        SeedGenerator (a Dropout layer's, say). See `replica_random_streams`."""
         weights = {id(w) for w in self.model.weights}
         return [v for v in self.model.variables if id(v) not in weights]
 
@@ -207,7 +207,7 @@ _STREAM_STRIDE = 2_654_435_761
 
 
 @contextlib.contextmanager
-def replica_streams(state: TrainState):
+def replica_random_streams(state: TrainState):
     """Each replica draws its own random numbers (dropout masks) inside the block.
 
     A Keras SeedGenerator's state [seed, counter] is a variable that every

@@ -14,7 +14,7 @@ import functools
 import tensorflow as tf
 
 from tf_mgpu.engine import data, metrics
-from tf_mgpu.engine.state import TrainState, replica_streams
+from tf_mgpu.engine.state import TrainState, replica_random_streams
 from tf_mgpu.engine.task import output_float32
 
 
@@ -26,7 +26,7 @@ def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x,
     """This replica's share of the gradient of the mean loss over the global batch,
     and whether its loss was finite. With sample weights `w`, the loss is the sum of
     the weighted losses divided by the global batch, as Keras's default reduction."""
-    with tf.GradientTape() as tape, replica_streams(state):
+    with tf.GradientTape() as tape, replica_random_streams(state):
         y_pred = _outputs(state, x, training=True)
         # With several outputs, each example's loss sums the outputs' weighted losses.
         per_example, parts = state.objective.per_example(y, y_pred, w)
@@ -91,7 +91,7 @@ def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
     replica count) and applies the optimizer, which sums the replicas' gradients.
     Returns whether the loss it reports is finite (True if it reports none).
     """
-    with replica_streams(state):
+    with replica_random_streams(state):
         logs = state.model.train_step((x, y) if w is None else (x, y, w))
     state.train_sums.count(tf.shape(tf.nest.flatten(y)[0])[0])
     state.steps.assign_add(1)

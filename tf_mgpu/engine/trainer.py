@@ -188,7 +188,7 @@ class Trainer:
                 first_step=step,
                 preprocess=self.task.preprocess,
             )
-            self._train = loop.StreamTrain(strategy, train_step, train_fn, self.jit_scope)
+            self._train = loop.IteratorTrain(strategy, train_step, train_fn, self.jit_scope)
 
     def _sums_for(self, split) -> metrics.Sums:
         """Sums of the compiled loss and metrics over another split (validation), built

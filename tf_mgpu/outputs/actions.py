@@ -67,7 +67,7 @@ class ProgressBar(Action):
         done = moment.step - (moment.epoch - 1) * trainer.train_steps
         self._bar.update(done, loss / max(examples, 1.0), (examples - self._began[0]) / seconds)
 
-    def end_training(self, epoch: int) -> None:
+    def end_epoch_training(self, epoch: int) -> None:
         self._bar.end_epoch()
 
 
