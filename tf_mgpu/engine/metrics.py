@@ -251,6 +251,10 @@ class Gathered:
         self._metric = metric
         self._strategy = strategy
         self.saved = []
+        # Traced once each, not at every epoch's reset and read.
+        self._reset = tf.function(self._reset_here)
+        self._restore = tf.function(self._restore_here)
+        self._result = tf.function(lambda: tf.convert_to_tensor(metric.result()))
 
     def build(self) -> None:
         """Makes the copies, once the metric's state exists (in the strategy's scope)."""
@@ -271,30 +275,28 @@ class Gathered:
         for copy, v in zip(self.saved, self._metric.variables, strict=True):
             copy.assign(v.value)
 
-    def _on_every_replica(self, fn):
-        return self._strategy.experimental_local_results(self._strategy.run(tf.function(fn)))
+    def _on_every_replica(self, compiled) -> tuple:
+        return self._strategy.experimental_local_results(self._strategy.run(compiled))
+
+    def _reset_here(self) -> None:
+        self._metric.reset_state()
+        self.keep()
+
+    def _restore_here(self) -> None:
+        for copy, v in zip(self.saved, self._metric.variables, strict=True):
+            v.assign(copy.read_value())
 
     def reset(self) -> None:
         """Each replica's own reset (a cross-replica assign would divide a start value
         that is not 0 among the replicas)."""
-
-        def reset():
-            self._metric.reset_state()
-            self.keep()
-
-        self._on_every_replica(reset)
+        self._on_every_replica(self._reset)
 
     def restore(self) -> None:
-        def restore():
-            for copy, v in zip(self.saved, self._metric.variables, strict=True):
-                v.assign(copy.read_value())
-
-        self._on_every_replica(restore)
+        self._on_every_replica(self._restore)
 
     def result(self) -> float:
         """The first replica's result (every replica holds the same state)."""
-        first = self._on_every_replica(lambda: tf.convert_to_tensor(self._metric.result()))
-        return number(first[0])
+        return number(self._on_every_replica(self._result)[0])
 
 
 def number(value) -> float:
