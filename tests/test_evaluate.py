@@ -81,7 +81,8 @@ def test_every_example_counts_once_on_four_replicas(mnist, model_dir, form):
     result = export.evaluate(classifier, strategy, split, batch_size=48)
     want_loss, want_accuracy = expected(model_dir, split.x, split.y)
     assert result["test_examples"] == 1000, result
-    assert result["test_accuracy"] == pytest.approx(want_accuracy, abs=1e-9), result
+    # Keras's accuracy metric keeps float32 counts: the exact ratio to float32's precision.
+    assert result["test_accuracy"] == pytest.approx(want_accuracy, abs=1e-7), result
     assert result["test_loss"] == pytest.approx(want_loss, abs=1e-6), result
 
 

@@ -27,10 +27,6 @@ def test_a_missing_name_is_one_clear_message():
 
 
 def test_keras_names():
-    metric = keras.metrics.MeanMetricWrapper(keras.losses.mean_absolute_error, name="m")
-    fn, kwargs = internals.metric_function(metric)
-    assert fn is keras.losses.mean_absolute_error
-    assert kwargs == {}
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     assert internals.compiled_metrics(model) == (None, None)  # not compiled
     assert internals.compiled_loss_weights(model) is None

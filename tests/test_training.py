@@ -97,7 +97,8 @@ def test_evaluation_counts_every_test_example_across_replicas(mnist):
         assert record["train_examples"] == 512, record
     logits = result.state.model.predict(datasets.test.x / 255.0, verbose=0)
     accuracy = np.mean(np.argmax(logits, axis=1) == datasets.test.y)
-    assert result.summary["test_accuracy"] == pytest.approx(accuracy, abs=1e-9)
+    # Keras's accuracy metric keeps float32 counts: the exact ratio to float32's precision.
+    assert result.summary["test_accuracy"] == pytest.approx(accuracy, abs=1e-7)
 
 
 @pytest.mark.parametrize("name", ["mirrored", "one_device", "default"])

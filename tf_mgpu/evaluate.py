@@ -20,7 +20,6 @@ from absl import app, flags
 
 from tf_mgpu import cli, tasks
 from tf_mgpu.config import STRATEGIES, Config
-from tf_mgpu.errors import UserError
 
 _TASK = flags.DEFINE_string(
     "task",
@@ -121,7 +120,7 @@ def _measure(work, model: str, strategy, test) -> dict:
         with strategy.scope():
             classifier = serving.load(model)
         return serving.evaluate(classifier, strategy, test, _BATCH_SIZE.value)
-    from tf_mgpu.engine import evaluation, objective
+    from tf_mgpu.engine import evaluation
     from tf_mgpu.outputs import export
 
     # The task's own losses, metrics and Lambda functions, found on a model it builds (what
@@ -129,26 +128,9 @@ def _measure(work, model: str, strategy, test) -> dict:
     own = export.own_objects(work.build_model())
     with strategy.scope():
         net = export.load(model, own)
-    from tf_mgpu.engine.state import evaluates_own_step, overridden
-
-    if evaluates_own_step(net):
-        raise UserError(
-            f"--model={model}: {', '.join(overridden(net))} decides the test loss and "
-            f"metrics, which tf_mgpu evaluate does not run (it computes the compiled ones); "
-            f"training's summary.json holds the test figures of that step, or load the model "
-            f"and call Keras's model.evaluate"
-        )
-    first = test.take(slice(0, 2))
-    y_pred = net(work.preprocess(first.x), training=False)
-    found = objective.from_compiled(net, first.y, y_pred, f"--model={model}")
+    # The compiled loss and metrics (or the model's own test_step), as training measured them.
     return evaluation.evaluate(
-        strategy,
-        lambda x: net(x, training=False),
-        found,
-        test,
-        _BATCH_SIZE.value,
-        preprocess=work.preprocess,
-        losses=lambda: net.losses,
+        strategy, net, test, _BATCH_SIZE.value, preprocess=work.preprocess, where=f"--model={model}"
     )
 
 

@@ -34,13 +34,6 @@ def _read(owner, name: str, where: str, package: str = "keras"):
 # -- Keras -----------------------------------------------------------------------------
 
 
-def metric_function(metric: keras.metrics.MeanMetricWrapper) -> tuple:
-    """(fn, kwargs) of a metric that wraps a per-example function (`'mae'`, say): the
-    engine needs the per-example values, and Keras has no public reader of either."""
-    where = "keras.metrics.MeanMetricWrapper"
-    return _read(metric, "_fn", where), _read(metric, "_fn_kwargs", where)
-
-
 def compiled_metrics(model: keras.Model) -> tuple:
     """compile's `metrics` and `weighted_metrics` exactly as the user passed them (None, a
     list, a dict...). Keras keeps them as passed only here; `get_compile_config`'s

@@ -10,6 +10,7 @@ the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 import dataclasses
 import os
 
+import keras
 import tensorflow as tf
 
 from tf_mgpu import failures, timing
@@ -95,6 +96,14 @@ def run(
     the command line (refused for a task that cannot read them). Returns None when the
     model dir already holds every epoch asked for.
     """
+    floatx = keras.config.floatx()  # a float64 run sets it (see state.create_state)
+    try:
+        return _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given)
+    finally:
+        keras.config.set_floatx(floatx)
+
+
+def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
     stop = stop or stopping.Stop()
     clock = clock or timing.Phases()
     node = tf_config.task_from_env()
@@ -452,9 +461,7 @@ def _resume(run: _Run) -> list[dict]:
             )
         checkpoints.record(current)
         outputs.begin(flagfile)
-        logs.begin(
-            summary.hparams(config, trainer, strategy), list(trainer.state.objective.reported)
-        )
+        logs.begin(summary.hparams(config, trainer, strategy), trainer.state.train_sums.names()[1:])
         collectives.check_same_start(strategy, trainer.step())
         return []
     trainer.state.train_sums.restored()

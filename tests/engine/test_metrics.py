@@ -1,102 +1,61 @@
-"""Loss and metric sums across replicas."""
+"""The loss and the model's compiled metrics, read over every replica."""
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.support import cpu_strategy
 from tf_mgpu.engine import metrics
+from tf_mgpu.engine.compiled import build_compiled
 
-ACCURACY = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 
-
-@pytest.mark.parametrize("replicas", [1, 4])
-def test_result_sums_every_replica_and_skips_weight_zero(replicas):
-    strategy = cpu_strategy(replicas)
+def _compiled(strategy, metric_list) -> keras.Model:
+    """A model compiled with `metric_list()`, made in the strategy's scope as a task's
+    build_model makes it there (a metric made outside would not be distributed)."""
     with strategy.scope():
-        sums = metrics.Sums("test", ACCURACY)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+        model.compile(loss="sparse_categorical_crossentropy", metrics=metric_list())
+        x = tf.zeros([2, 2])
+        build_compiled(model, x, tf.constant([0, 0]), model(x))
+    return model
+
+
+def _measure(strategy, sums, y_pred_of, labels, real=(True, True, False)):
+    """Each replica measures 3 examples, the last padding unless `real` says otherwise;
+    `y_pred_of(replica)` gives its predictions."""
 
     def update():
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-        # Replica r holds 2 examples with loss r and 1, both right, plus one padding
-        # example (weight 0) that is wrong and has a huge loss.
-        loss = tf.stack([tf.cast(replica, tf.float32), 1.0, 1000.0])
-        logits = tf.constant([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
-        labels = tf.constant([1, 0, 1])
-        sums.update(loss, labels, logits, tf.constant([1.0, 1.0, 0.0]))
+        # Its mean loss is r + 1 over its 2 real examples.
+        sums.add(tf.cast(replica + 1, tf.float32), 2)
+        x = tf.zeros([3, 2])
+        sums.measure(x, tf.constant(labels), y_pred_of(replica), real=tf.constant(real))
 
     strategy.run(tf.function(update))
-    expected_loss = (sum(range(replicas)) + replicas) / (2 * replicas)
-    assert sums.result() == pytest.approx(
-        {"loss": expected_loss, "accuracy": 1.0, "examples": 2 * replicas}
-    )
-    sums.reset()
-    strategy.run(tf.function(update))
-    assert sums.result()["examples"] == 2 * replicas, "reset did not clear every replica"
-
-
-def test_accuracy_counts_argmax_hits():
-    with tf.distribute.get_strategy().scope():
-        sums = metrics.Sums("plain", ACCURACY)
-    logits = np.array([[2.0, 1.0], [0.0, 3.0], [5.0, 0.0], [0.0, 1.0]], np.float32)
-    sums.update(tf.zeros(4), tf.constant([0, 1, 1, 1]), logits)
-    assert sums.result()["accuracy"] == 0.75
-
-
-def test_every_metric_is_summed_and_the_checkpoint_order_is_loss_metrics_count():
-    with tf.distribute.get_strategy().scope():
-        sums = metrics.Sums("x", {"a": lambda y, p: y, "b": lambda y, p: 2 * p})
-    sums.update(tf.constant([1.0, 3.0]), tf.constant([1.0, 0.0]), tf.constant([0.5, 0.5]))
-    assert sums.result() == pytest.approx({"loss": 2.0, "a": 0.5, "b": 1.0, "examples": 2})
-    assert [v.name.split(":")[0] for v in sums.variables()] == ["x_loss", "x_a", "x_b", "x_count"]
-
-
-def identity(y, y_pred):
-    return y
 
 
 @pytest.mark.parametrize("replicas", [1, 4])
-def test_a_weighted_mean_is_sum_of_value_weight_padding_over_sum_of_weight_padding(replicas):
+def test_result_sums_every_replica_and_skips_padding(replicas):
     strategy = cpu_strategy(replicas)
+    model = _compiled(strategy, lambda: ["accuracy"])
     with strategy.scope():
-        sums = metrics.Sums("w", {"plain": identity, "weighted": metrics.Weighted(identity)})
-
-    def update():
-        replica = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
-        # Replica r: values r and 1 with sample weights 2 and 1, then padding (weight 0)
-        # of value 1000 and sample weight 5, which must count for nothing.
-        values = tf.stack([replica, 1.0, 1000.0])
-        sums.update(tf.zeros(3), values, values, tf.constant([1.0, 1.0, 0.0]), w=[2.0, 1.0, 5.0])
-
-    strategy.run(tf.function(update))
-    ranks = sum(range(replicas))
+        sums = metrics.ModelMetrics(model, "test")
+    assert not sums.gathered
+    # Two right predictions, and padding that is wrong.
+    logits = tf.constant([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    _measure(strategy, sums, lambda replica: logits, [1, 0, 1])
+    expected_loss = sum(r + 1 for r in range(replicas)) / replicas
     assert sums.result() == pytest.approx(
-        {
-            "loss": 0.0,
-            "plain": (ranks + replicas) / (2 * replicas),
-            "weighted": (2 * ranks + replicas) / (3 * replicas),
-            "examples": 2 * replicas,
-        }
+        {"loss": expected_loss, "accuracy": 1.0, "examples": 2 * replicas}
     )
-    names = [v.name.split(":")[0] for v in sums.variables()]
-    assert names == ["w_loss", "w_plain", "w_weighted", "w_count", "w_sample_weight"]
-
-
-def test_without_sample_weights_a_weighted_mean_is_the_mean_and_zero_weights_give_zero():
-    with tf.distribute.get_strategy().scope():
-        sums = metrics.Sums("w", {"plain": identity, "weighted": metrics.Weighted(identity)})
-    sums.update(tf.zeros(2), tf.constant([1.0, 4.0]), tf.zeros(2))
-    assert sums.result() == pytest.approx(
-        {"loss": 0.0, "plain": 2.5, "weighted": 2.5, "examples": 2}
-    )
+    assert sums.names() == ["loss", "accuracy"]
     sums.reset()
-    sums.update(tf.zeros(2), tf.constant([1.0, 4.0]), tf.zeros(2), w=tf.zeros(2))
-    assert sums.result()["weighted"] == 0.0  # as Keras's divide_no_nan
+    _measure(strategy, sums, lambda replica: logits, [0, 0, 1])
+    assert sums.result()["accuracy"] == 0.5, "reset did not clear every replica"
 
 
 class Largest(keras.metrics.Metric):
-    """A user's metric whose state is a maximum: summing the replicas' states is wrong."""
+    """The largest prediction seen: a state that is not a sum."""
 
     def __init__(self, name="largest", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -109,44 +68,56 @@ class Largest(keras.metrics.Metric):
         return self.largest
 
 
-def _largest_sums(strategy):
+def _largest(strategy):
+    model = _compiled(strategy, lambda: [Largest()])
     with strategy.scope():
-        sums = metrics.Sums("train", {"largest": Largest()})
-        sums.build(tf.constant([0]), tf.constant([[0.0]]))
-    return sums
+        return metrics.ModelMetrics(model, "train", keeps=True)
 
 
 def _update_largest(strategy, sums, scale: float):
-    def update():
-        # Replica r predicts scale x (r + 1), and a padding example (weight 0) 1000.
-        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+    # Replica r predicts scale x (r + 1), and a padding example 1000.
+    def y_pred(replica):
         value = scale * tf.cast(replica + 1, tf.float32)
-        sums.update(
-            tf.zeros([2]),
-            tf.constant([0, 0]),
-            tf.stack([[value], [1000.0]]),
-            tf.constant([1.0, 0.0]),
-        )
+        return tf.stack([[value, 0.0], [0.0, 0.0], [1000.0, 0.0]])
 
-    strategy.run(tf.function(update))
+    _measure(strategy, sums, y_pred, [0, 0, 0])
 
 
 def test_a_metric_of_the_users_own_is_gathered_and_resumes_on_another_layout(tmp_path):
     assert metrics.additive(keras.metrics.AUC())
     assert not metrics.additive(Largest())
     four = cpu_strategy(4)
-    sums = _largest_sums(four)
+    sums = _largest(four)
+    assert sums.gathered
     _update_largest(four, sums, 1.0)
     # The largest over every replica's real examples: not their sum (10), nor padding's.
     assert sums.result()["largest"] == 4.0
     path = tf.train.Checkpoint(sums=sums.variables()).write(str(tmp_path / "ckpt"))
     two = cpu_strategy(2)
-    resumed = _largest_sums(two)
+    resumed = _largest(two)
     tf.train.Checkpoint(sums=resumed.variables()).read(path).assert_existing_objects_matched()
     resumed.restored()
     assert resumed.result()["largest"] == 4.0  # not 4 x 4 / 2, a sum's restore
+    assert resumed.result()["loss"] == pytest.approx(2.5)  # the mean of 1, 2, 3, 4
     _update_largest(two, resumed, 3.0)
     assert resumed.result()["largest"] == 6.0
     resumed.reset()
     _update_largest(two, resumed, 0.5)
     assert resumed.result()["largest"] == 1.0  # the reset emptied every replica's state
+
+
+def test_an_evaluation_between_does_not_change_the_kept_training_figures():
+    strategy = cpu_strategy(2)
+    model = _compiled(strategy, lambda: ["accuracy"])
+    with strategy.scope():
+        train = metrics.ModelMetrics(model, "train", keeps=True)
+        test = metrics.ModelMetrics(model, "test")
+    logits = tf.constant([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    _measure(strategy, train, lambda replica: logits, [1, 1, 1])
+    assert train.result()["accuracy"] == 0.5
+    # A stop while evaluating: the model's metrics now hold the evaluation's state.
+    test.reset()
+    _measure(strategy, test, lambda replica: logits, [1, 0, 0])
+    assert test.result()["accuracy"] == 1.0
+    train.restored()  # what a resume does with the checkpointed copy
+    assert train.result()["accuracy"] == 0.5

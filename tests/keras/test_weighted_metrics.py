@@ -7,14 +7,12 @@ import sys
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests import support
 from tests.keras.helpers import FLOAT64, assert_same_weights, load, one_and_two, path_of
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import objective
 from tf_mgpu.errors import UserError
 
 # 256 test examples over a global batch of 2 x 48: the last batch is padded.
@@ -183,32 +181,6 @@ def test_weighted_metrics_per_output_equal_keras_evaluate(weighted):
     )
     assert {"price_weighted_mae", "price_mse", "sold_weighted_auc"} <= set(keras_says)
     assert_as_keras(figures(result.summary), keras_says)
-
-
-def weighted_mae(y_true, y_pred):  # an unweighted metric that takes the prefixed name
-    return keras.metrics.mean_absolute_error(y_true, y_pred)
-
-
-@pytest.mark.parametrize(
-    ("metrics", "weighted"),
-    [
-        (["mae", "mae"], ["mae", "mae", "auc", "accuracy"]),
-        ([], ["auc", keras.metrics.AUC(name="auc"), "mae"]),
-        (["mae", weighted_mae], ["mae", "mae"]),
-    ],
-    ids=["repeats", "weighted_only", "taken_prefix"],
-)
-def test_names_are_those_keras_gives(metrics, weighted):
-    model = load("weighted_metrics").build_model()
-    model.compile(
-        optimizer="sgd", loss="binary_crossentropy", metrics=metrics, weighted_metrics=weighted
-    )
-    x = np.zeros((4, 16), "float32")
-    y = np.array([0, 1, 0, 1], "float32")
-    keras_says = model.evaluate(x, y, sample_weight=np.ones(4), return_dict=True, verbose=0)
-    found = objective.from_compiled(model, y, model(tf.constant(x)), "test")
-    assert len(found.metrics) == len(metrics) + len(weighted)
-    assert {"loss", *found.metrics} == set(keras_says), sorted(keras_says)
 
 
 def test_per_output_weighted_metrics_for_one_output_are_one_line():

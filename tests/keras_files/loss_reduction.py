@@ -12,7 +12,8 @@ def build_model():
         [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(3)]
     )
     model.compile(
-        optimizer=keras.optimizers.SGD(0.1),
+        # A sum over a batch of 32 steps 32x as far as the mean: the rate is 32x smaller.
+        optimizer=keras.optimizers.SGD(0.1 if REDUCTION == "sum_over_batch_size" else 0.1 / 32),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=REDUCTION),
         metrics=["accuracy"],
     )

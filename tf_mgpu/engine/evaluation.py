@@ -1,61 +1,52 @@
-"""Loss and metrics of a model over every example of a split, on any strategy."""
+"""Loss and metrics of a compiled Keras model over every example of a split, on any strategy."""
 
 import functools
-from collections.abc import Callable
 
 import tensorflow as tf
 
-from tf_mgpu.engine import data, loop, metrics
-from tf_mgpu.engine.objective import Objective
-from tf_mgpu.engine.task import output_float32
+from tf_mgpu.engine import data, loop, metrics, steps
+from tf_mgpu.engine.compiled import build_compiled, check_compiled
+from tf_mgpu.engine.state import evaluates_own_step
 from tf_mgpu.errors import UserError
 
 
 def evaluate(
     strategy: tf.distribute.Strategy,
-    predict: Callable,
-    found: Objective,
+    model,
     split: data.Split,
     batch_size: int,
-    preprocess: Callable = data.identity,
-    losses: Callable[[], list] = list,
+    preprocess=data.identity,
+    where: str = "the model",
 ) -> dict:
-    """`test_loss`, `test_<metric>` and `test_examples` of `predict` over `split`.
+    """`test_loss`, `test_<metric>` and `test_examples` of the compiled `model` over `split`.
 
-    The split is spread over the strategy's replicas, `batch_size` examples
-    per replica per step, as the trainer evaluates: padded to whole global
-    batches with examples of weight 0, so each example counts once however
-    many replicas there are. Build `predict`'s variables in `strategy.scope()`.
-    Under MultiWorkerMirroredStrategy every worker calls this at once, each
-    with the whole split. `losses()`, read after each call of `predict`, gives
-    the model's regularization losses, which the loss includes as Keras's
-    `evaluate` does.
+    The step is the trainer's evaluation step (`steps.eval_step`): the split is
+    spread over the strategy's replicas, `batch_size` examples per replica per
+    step, padded to whole global batches with examples of weight 0, so each
+    example counts once however many replicas there are. Load `model` in
+    `strategy.scope()`. Under MultiWorkerMirroredStrategy every worker calls
+    this at once, each with the whole split. `where` names the model in errors.
     """
     if len(split) == 0:
         raise UserError("the test split is empty; pass a --test_split with examples")
     global_batch = batch_size * strategy.num_replicas_in_sync
+    first = split.take(slice(0, 2))
+    x = preprocess(tf.nest.map_structure(tf.constant, first.x))
+    y = tf.nest.map_structure(tf.constant, first.y)
+    y_pred = model(x, training=False)  # outside the scope: a SavedModel's functions too
     with strategy.scope():
-        sums = metrics.Sums("evaluate", found.metrics, found.output_losses)
-        if sums.stateful:  # their state is made on a first update, before the replicas run
-            first = split.take(slice(0, 2))
-            y = tf.nest.map_structure(tf.constant, first.y)
-            sums.build(y, output_float32(predict(preprocess(first.x))))
-
-    def replica_step(x, y, weights, w=None):  # w: the split's sample weights, if any
-        y_pred = output_float32(predict(x))
-        per_example, parts = found.per_example(y, y_pred, w)
-        regularization = losses()
-        if regularization:
-            per_example += tf.cast(tf.add_n(regularization), per_example.dtype)
-        sums.update(per_example, y, y_pred, weights, parts, w)
-
+        check_compiled(model, first.y, y_pred, where)
+        loss_metrics = build_compiled(model, x, y, y_pred)
+        own = evaluates_own_step(model)
+        sums = metrics.ModelMetrics(model, "evaluate", own_loss=own, loss_metrics=loss_metrics)
     # No XLA: it would compile for longer than one pass over the test split takes.
     evaluation = loop.StreamEval(
         strategy,
-        replica_step,
+        steps.eval_step(model, sums),
         functools.partial(data.eval_dataset, split, global_batch, preprocess=preprocess),
         steps=data.eval_steps(len(split), global_batch),
         scope="none",
     )
+    sums.reset()
     evaluation.run()
     return metrics.prefixed("test", sums.result())

@@ -131,24 +131,5 @@ def spread(given, heads: tuple[Head, ...], what: str, where: str, *, some: bool 
     return [given] * len(heads)
 
 
-def named(output: str | None, name: str, taken: dict, *, weighted: bool = False) -> str:
-    """A metric's name as Keras 3's `CompileMetrics.result()` names it: `<output>_<name>`
-    (`<name>` for one output), numbered on a repeat (`price_mae_1`). A weighted metric
-    (compile's `weighted_metrics`) whose name is taken becomes `<output>_weighted_<name>`,
-    numbered on a repeat of that. `taken` counts the names given so far; give every
-    unweighted metric first, then every weighted one, each in the outputs' order."""
-    full = f"{output}_{name}" if output else name
-    if full not in taken:
-        taken[full] = 1
-        return full
-    if weighted:
-        full = f"{output}_weighted_{name}" if output else f"weighted_{name}"
-        if full not in taken:
-            taken[full] = 1
-            return full
-    taken[full] += 1
-    return f"{full}_{taken[full] - 1}"
-
-
 def _listed(names) -> str:
     return ", ".join(str(name) for name in names)

@@ -9,8 +9,9 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, metrics, objective
-from tf_mgpu.engine.task import Task, check_inputs, output_float32
+from tf_mgpu.engine import data, metrics
+from tf_mgpu.engine.compiled import Compiled, build_compiled, check_compiled
+from tf_mgpu.engine.task import Task, check_inputs
 from tf_mgpu.errors import UserError
 
 
@@ -25,10 +26,10 @@ class TrainState:
 
     model: keras.Model
     optimizer: keras.optimizers.Optimizer
-    objective: objective.Objective
+    compiled: Compiled
     epoch: tf.Variable
-    train_sums: metrics.Sums | metrics.KerasMetrics
-    test_sums: metrics.Sums | metrics.KerasMetrics
+    train_sums: metrics.ModelMetrics
+    test_sums: metrics.ModelMetrics
     steps: tf.Variable | None = None
     # The optimizer's own gradient_accumulation_steps, which the engine runs instead.
     optimizer_accumulation: int | None = None
@@ -36,12 +37,18 @@ class TrainState:
     @property
     def own_step(self) -> bool:
         """Whether the model trains with its own `train_step` (see `runs_own_step`)."""
-        return isinstance(self.train_sums, metrics.KerasMetrics)
+        return runs_own_step(self.model)
 
     @property
     def own_eval(self) -> bool:
         """Whether the model is evaluated with its `test_step` (see `evaluates_own_step`)."""
-        return isinstance(self.test_sums, metrics.KerasMetrics)
+        return evaluates_own_step(self.model)
+
+    def metrics_for(self, name: str) -> metrics.ModelMetrics:
+        """The loss and metrics of another split (`val`), in the strategy's scope."""
+        return metrics.ModelMetrics(
+            self.model, name, own_loss=self.own_eval, loss_metrics=self.compiled.loss_metrics
+        )
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
@@ -82,6 +89,10 @@ def create_state(
     keras.utils.set_random_seed(config.seed)
     policy = keras.config.dtype_policy()  # the run's policy is its model's, not the process's
     keras.config.set_dtype_policy(config.dtype or "float32")
+    if config.dtype == "float64":
+        # Keras's losses and metrics, made now or in a step (an own compute_loss), are
+        # float64 too; `training.run` puts the process's floatx back at its end.
+        keras.config.set_floatx("float64")
     try:
         return _create_state(strategy, task, sample)
     finally:
@@ -97,42 +108,27 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
             )
         check_inputs(net, sample.x, task.where)
         # Also builds a subclassed model's variables, which exist after a first call.
-        y_pred = output_float32(net(task.preprocess(sample.x), training=False))
-        found = objective.from_compiled(net, sample.y, y_pred, task.where)
+        y_pred = net(task.preprocess(sample.x), training=False)
+        found = check_compiled(net, sample.y, y_pred, task.where)
         # Labels of zeros, valid for any loss: what the labels hold is checked later, over
         # every split (`task.check_labels`), and these calls only build and check shapes.
         y = tf.nest.map_structure(lambda a: tf.zeros_like(tf.constant(a)), sample.y)
-        total, parts = found.per_example(y, y_pred)
-        if any(loss.shape.rank == 0 for loss in [total, *(parts or {}).values()]):
-            raise UserError(
-                f"{task.where}: the compiled loss returns one value per batch, not one per "
-                f"example; return the per-example values (no mean over the batch): tf_mgpu "
-                f"reduces them over the global batch, however it is split over replicas"
-            )
         accumulation = _take_accumulation(net, task.where)
         net.optimizer.build(net.trainable_variables)
+        # The compiled loss and metrics made before the first step, as fit makes them.
+        found = dataclasses.replace(found, loss_metrics=build_compiled(net, sample.x, y, y_pred))
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
-        if own or own_eval:  # built before the first step, as fit builds them
-            net.compute_loss(x=sample.x, y=y, y_pred=y_pred)
-            net.compute_metrics(sample.x, y, y_pred)
-            net.reset_metrics()
-        if own:
-            train_sums = metrics.KerasMetrics(net, "train")
-        else:
-            train_sums = metrics.Sums("train", found.metrics, found.output_losses)
-            train_sums.build(y, y_pred)
-        if own_eval:
-            test_sums = metrics.KerasMetrics(net, "test")
-        else:
-            test_sums = metrics.Sums("test", found.metrics, found.output_losses)
-            test_sums.build(y, y_pred)
+        train_sums = metrics.ModelMetrics(net, "train", keeps=True, own_loss=own)
+        test_sums = metrics.ModelMetrics(
+            net, "test", own_loss=own_eval, loss_metrics=found.loss_metrics
+        )
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
         counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
         return TrainState(
             model=net,
             optimizer=net.optimizer,
-            objective=found,
+            compiled=found,
             epoch=tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch"),
             train_sums=train_sums,
             test_sums=test_sums,

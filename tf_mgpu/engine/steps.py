@@ -1,50 +1,71 @@
 """Per-replica steps of any task: training (the engine's, or the model's own) and evaluation.
 
-The step maths live here, not in the task: the loss of each replica is the
-sum of its per-example losses divided by the global batch, plus the
-model's regularization losses divided by the number of replicas, so the
-all-reduced gradient is that of the mean loss over the global batch with
-the regularization counted once. That is what makes N replicas train like
-one device, whatever the compiled loss object's own reduction. What the
-steps change is `tf_mgpu.engine.state.TrainState`.
+The loss and metrics are the model's own Keras objects, run as `fit` runs them
+under a strategy: `model.compute_loss` (the compiled loss with its weights and
+outputs, and the regularization losses) divides each replica's mean by the
+number of replicas, so the replicas' gradients sum to the gradient of the mean
+over the global batch, whose shares are equal; `model.compute_metrics` updates
+the compiled metrics. The engine keeps what `fit` lacks: the gradient applied
+once over every replica (clipping, loss scaling), micro-batches, each
+replica's random streams, and evaluation of a padded last batch. What the steps
+change is `tf_mgpu.engine.state.TrainState`.
 """
 
 import functools
+import inspect
 
+import keras
 import tensorflow as tf
 
 from tf_mgpu.engine import data, metrics
-from tf_mgpu.engine.state import TrainState, replica_random_streams
-from tf_mgpu.engine.task import output_float32
+from tf_mgpu.engine.state import TrainState, evaluates_own_step, replica_random_streams
 
 
-def _outputs(state: TrainState, x, training: bool):
-    return output_float32(state.model(x, training=training))
+def _examples(y) -> tf.Tensor:
+    return tf.shape(tf.nest.flatten(y)[0])[0]
 
 
-def _gradients(state: TrainState, global_batch: int, accumulation_steps: int, x, y, w=None):
-    """This replica's share of the gradient of the mean loss over the global batch,
-    and whether its loss was finite. With sample weights `w`, the loss is the sum of
-    the weighted losses divided by the global batch, as Keras's default reduction."""
+def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tensor:
+    """The model's `compute_loss` (Keras's, or the model's own), with `training` where it
+    takes it (a compute_loss written before Keras 3.3 does not), as `fit` calls it.
+    Under a strategy it is already divided by the number of replicas."""
+    if "training" in inspect.signature(model.compute_loss).parameters:
+        return model.compute_loss(x, y, y_pred, w, training=training)
+    return model.compute_loss(x, y, y_pred, w)
+
+
+def reported(loss: tf.Tensor) -> tf.Tensor:
+    """A replica's `compute_loss` as the mean over its share that one device reports.
+
+    Keras divides a mean over the share by the replicas, and leaves a sum over it
+    (reduction "sum") as it is: either way the replicas' losses add up to the global
+    batch's, so each share stands for its examples' part times the replicas. A loss
+    of one value per example (reduction None) is their mean.
+    """
+    if loss.shape.rank:
+        return tf.reduce_mean(loss)
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    return loss * replicas
+
+
+def _gradients(state: TrainState, accumulation_steps: int, x, y, w=None):
+    """This replica's share of the gradient of the mean loss over the global batch (of
+    `accumulation_steps` micro-batches), and whether its loss was finite."""
+    model = state.model
     with tf.GradientTape() as tape, replica_random_streams(state):
-        y_pred = _outputs(state, x, training=True)
-        # With several outputs, each example's loss sums the outputs' weighted losses.
-        per_example, parts = state.objective.per_example(y, y_pred, w)
-        loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-        regularization = _regularization(state, per_example.dtype)
-        if regularization is not None:  # once per step over all replicas
-            loss += tf.nn.scale_regularization_loss(regularization) / accumulation_steps
-            per_example += regularization  # reported as Keras reports it
+        y_pred = model(x, training=True)
+        loss = compute_loss(model, x, y, y_pred, w, training=True)
         # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
         # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
-        scaled = state.optimizer.scale_loss(loss)
-    state.train_sums.update(per_example, y, y_pred, parts=parts, w=w)
-    return tape.gradient(scaled, state.model.trainable_variables), tf.math.is_finite(loss)
+        scaled = state.optimizer.scale_loss(loss / accumulation_steps)
+    state.train_sums.add(reported(loss), _examples(y))
+    state.train_sums.measure(x, y, y_pred, w)
+    finite = tf.reduce_all(tf.math.is_finite(loss))
+    return tape.gradient(scaled, model.trainable_variables), finite
 
 
-def replica_train_step(
-    state: TrainState, global_batch: int, x, y, w=None, accumulation_steps: int = 1
-) -> tf.Tensor:
+def replica_train_step(state: TrainState, x, y, w=None, accumulation_steps: int = 1) -> tf.Tensor:
     """One optimizer step on one replica's share of a global batch.
 
     The optimizer sums gradients over replicas, so every replica applies the
@@ -58,7 +79,7 @@ def replica_train_step(
     Returns whether this replica's loss was finite.
     """
     variables = state.model.trainable_variables
-    gradients = functools.partial(_gradients, state, global_batch, accumulation_steps)
+    gradients = functools.partial(_gradients, state, accumulation_steps)
     if accumulation_steps == 1:
         grads, finite = gradients(x, y, w)
     else:
@@ -93,7 +114,8 @@ def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
     """
     with replica_random_streams(state):
         logs = state.model.train_step((x, y) if w is None else (x, y, w))
-    state.train_sums.count(tf.shape(tf.nest.flatten(y)[0])[0])
+    state.train_sums.count(_examples(y))
+    state.train_sums.keep()
     state.steps.assign_add(1)
     loss = logs.get("loss") if isinstance(logs, dict) else None
     if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
@@ -129,26 +151,30 @@ def _global_on_first_replica(grads: list) -> list:
     return [g * tf.cast(first, g.dtype) for g in total]
 
 
-def _regularization(state: TrainState, dtype) -> tf.Tensor | None:
-    """The model's regularization losses of the call just made, summed, or None."""
-    losses = state.model.losses
-    return tf.cast(tf.add_n(losses), dtype) if losses else None
+def replica_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
+    """Measures this replica's share of an evaluation batch into `sums`, as Keras's
+    `evaluate` measures a batch: the compiled loss (with the sample weights `w`, if
+    any, and the regularization losses) and the compiled metrics. `weights` is 0 for
+    padding, which counts for nothing.
+
+    The loss sees the whole share, padding weighted 0, so that every shape stays
+    static (Keras weights each output's loss by the share's static size); the
+    metrics see only the real examples."""
+    y_pred = model(x, training=False)
+    padding = tf.cast(weights, tf.float64)
+    weighted = weights if w is None else tf.cast(weights, w.dtype) * w
+    loss = tf.cast(
+        reported(compute_loss(model, x, y, y_pred, weighted, training=False)), tf.float64
+    )
+    # `loss` is the mean over the share, padding counted, plus the regularization once:
+    # the sum over its real examples counts that once per real example, as Keras does.
+    regularization = tf.cast(tf.add_n(model.losses), tf.float64) if model.losses else 0.0
+    padded, real = tf.cast(_examples(y), tf.float64), tf.reduce_sum(padding)
+    sums.add_total((loss - regularization) * padded + regularization * real, real, padded)
+    sums.measure(x, y, y_pred, w, real=weights > 0)
 
 
-def replica_eval_step(state: TrainState, sums: metrics.Sums, x, y, weights, w=None) -> None:
-    """Sums the test loss as Keras's `evaluate` reports it: the compiled loss (times the
-    sample weights `w`, if any) plus the regularization losses, and every metric
-    (unweighted by `w`, as Keras's compiled `metrics` are, but for `weighted_metrics`)
-    into `sums`. `weights` is 0 for padding."""
-    y_pred = _outputs(state, x, training=False)
-    per_example, parts = state.objective.per_example(y, y_pred, w)
-    regularization = _regularization(state, per_example.dtype)
-    if regularization is not None:
-        per_example += regularization
-    sums.update(per_example, y, y_pred, weights, parts, w)
-
-
-def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, weights, w=None):
+def replica_own_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
     """The model's own `test_step` on this replica's real examples (padding, weight 0,
     dropped), as Keras's `evaluate` runs it under a strategy: the model's metrics and
     its loss tracker sum over replicas when read. A replica whose share is all padding
@@ -160,11 +186,18 @@ def replica_own_eval_step(state: TrainState, sums: metrics.KerasMetrics, x, y, w
 
     x, y = tf.nest.map_structure(kept, x), tf.nest.map_structure(kept, y)
     batch = (x, y) if w is None else (x, y, kept(w))
-    count = tf.shape(tf.nest.flatten(y)[0])[0]
-    tf.cond(count > 0, lambda: _test_step(state, batch), tf.no_op)
+    count = _examples(y)
+    tf.cond(count > 0, lambda: _test_step(model, batch), tf.no_op)
     sums.count(count)
 
 
-def _test_step(state: TrainState, batch) -> tf.Operation:
-    state.model.test_step(batch)
+def _test_step(model: keras.Model, batch) -> tf.Operation:
+    model.test_step(batch)
     return tf.no_op()
+
+
+def eval_step(model: keras.Model, sums: metrics.ModelMetrics):
+    """The evaluation step of `model`: its own `test_step` if its class overrides it (or
+    `compute_loss`), else the compiled loss and metrics."""
+    step = replica_own_eval_step if evaluates_own_step(model) else replica_eval_step
+    return functools.partial(step, model, sums)

@@ -192,13 +192,3 @@ def _check_range(found: tuple, classes: int, where: str, labels: str) -> None:
             f"outputs {classes} classes (0..{classes - 1}); give the last "
             f"layer {int(high) + 1} units or renumber the labels"
         )
-
-
-def output_float32(y_pred):
-    """The model's output in at least float32, so losses and metrics sum exactly
-    whatever the compute dtype (float64 stays float64)."""
-
-    def widen(t):
-        return tf.cast(t, tf.float32) if t.dtype in (tf.float16, tf.bfloat16) else t
-
-    return tf.nest.map_structure(widen, y_pred)

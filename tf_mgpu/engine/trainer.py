@@ -20,18 +20,14 @@ from tf_mgpu.engine import (
     placement,
     schedules,
     source,
+    steps,
     stream,
     stream_checks,
     stream_train,
 )
 from tf_mgpu.engine.state import create_state
-from tf_mgpu.engine.steps import (
-    replica_eval_step,
-    replica_own_eval_step,
-    replica_own_step,
-    replica_train_step,
-)
-from tf_mgpu.engine.task import Task, check_labels, output_float32
+from tf_mgpu.engine.steps import replica_own_step, replica_train_step
+from tf_mgpu.engine.task import Task, check_labels
 from tf_mgpu.errors import Diverged, UserError
 
 
@@ -71,7 +67,7 @@ class Trainer:
                 f"train_step, which tf_mgpu cannot split into micro-batches; drop "
                 f"--accumulation_steps"
             )
-        check_labels(self.state.objective.sparse_classes, datasets, task.where)
+        check_labels(self.state.compiled.sparse_classes, datasets, task.where)
         self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input)
         self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(
@@ -85,7 +81,7 @@ class Trainer:
         # What each epoch evaluates, in order: the validation split if any, then the test split.
         self._evaluated = {"test": (datasets.test, self.state.test_sums)}
         if datasets.validation is not None:
-            self._evaluated = {"val": (datasets.validation, self._sums_for(datasets.validation))}
+            self._evaluated = {"val": (datasets.validation, self._validation_sums())}
             self._evaluated["test"] = (datasets.test, self.state.test_sums)
         self._train = self._evals = None
         self._finished = False  # the last train_epoch ran every step of its epoch
@@ -133,10 +129,7 @@ class Trainer:
         if self.state.own_step:
             return functools.partial(replica_own_step, self.state)
         return functools.partial(
-            replica_train_step,
-            self.state,
-            self.global_batch,
-            accumulation_steps=self.accumulation_steps,
+            replica_train_step, self.state, accumulation_steps=self.accumulation_steps
         )
 
     def _stream_train(self) -> stream_train.LocalIteratorTrain | None:
@@ -190,26 +183,14 @@ class Trainer:
             )
             self._train = loop.IteratorTrain(strategy, train_step, train_fn, self.jit_scope)
 
-    def _sums_for(self, split) -> metrics.Sums:
-        """Sums of the compiled loss and metrics over another split (validation), built
-        in the strategy's scope on two of its examples."""
-        if self.state.own_eval:
-            with self._strategy.scope():
-                return metrics.KerasMetrics(self.state.model, "val")
+    def _validation_sums(self) -> metrics.ModelMetrics:
+        """The loss and metrics over another split (validation)."""
         with self._strategy.scope():
-            found = self.state.objective
-            sums = metrics.Sums("val", found.metrics, found.output_losses)
-            if sums.stateful:
-                sample = split.take(slice(0, 2))
-                y_pred = output_float32(self.state.model(self.task.preprocess(sample.x)))
-                sums.build(tf.nest.map_structure(tf.constant, sample.y), y_pred)
-        return sums
+            return self.state.metrics_for("val")
 
-    def _eval_loop(self, split, sums: metrics.Sums):
-        """The compiled pass over every example of `split`, summing into `sums`."""
-        own = isinstance(sums, metrics.KerasMetrics)
-        step = replica_own_eval_step if own else replica_eval_step
-        eval_step = functools.partial(step, self.state, sums)
+    def _eval_loop(self, split, sums: metrics.ModelMetrics):
+        """The compiled pass over every example of `split`, measuring into `sums`."""
+        eval_step = steps.eval_step(self.state.model, sums)
         preprocess = self.task.preprocess
         if self.input == "resident":
             return loop.ResidentEval(

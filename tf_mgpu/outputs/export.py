@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_mgpu.engine import objective
+from tf_mgpu import internals
 from tf_mgpu.errors import UserError
 
 KERAS = "model.keras"
@@ -120,12 +120,12 @@ def float32_copy(model: keras.Model) -> keras.Model:
     copy.set_weights(model.get_weights())
     _copy_state(model, copy)
     optimizer = model.optimizer
-    weighted = objective.user_weighted_metrics(model)
+    plain, weighted = internals.compiled_metrics(model)
     copy.compile(
         optimizer=type(optimizer).from_config(optimizer.get_config()),
         loss=model.loss,
-        loss_weights=objective.loss_weights(model),
-        metrics=_fresh_metrics(objective.user_metrics(model)),
+        loss_weights=internals.compiled_loss_weights(model),
+        metrics=_fresh_metrics(plain),
         weighted_metrics=None if weighted is None else _fresh_metrics(weighted),
     )
     return copy
@@ -141,8 +141,7 @@ def _own_objects(model: keras.Model) -> dict:
     ]
     given = [
         model.loss,
-        objective.user_metrics(model),
-        objective.user_weighted_metrics(model),
+        *internals.compiled_metrics(model),
         functions,
     ]
     found = {}

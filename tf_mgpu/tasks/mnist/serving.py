@@ -26,7 +26,6 @@ import tensorflow as tf
 
 from tf_mgpu.engine import evaluation
 from tf_mgpu.engine.data import Split
-from tf_mgpu.engine.objective import Objective
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import export
 from tf_mgpu.outputs.export import KERAS, SAVED_MODEL
@@ -235,13 +234,27 @@ def cross_entropy(labels: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
     return -tf.math.log(tf.clip_by_value(chosen, MIN_PROBABILITY, 1.0))
 
 
+class _Probabilities(keras.Model):
+    """A SavedModel's float signature as a Keras model with no weights, compiled with the
+    mean cross-entropy and the accuracy, so the trainer's evaluation step measures it."""
+
+    def __init__(self, predict):
+        super().__init__()
+        self._predict = predict
+
+    def call(self, images):
+        return self._predict(images)
+
+
 def evaluate(
     classifier: Classifier, strategy: tf.distribute.Strategy, split: Split, batch_size: int
 ) -> dict:
     """Mean cross-entropy and accuracy of `classifier` over every example of `split`,
     spread over the strategy's replicas (see `tf_mgpu.engine.evaluation`). Load
     `classifier` in `strategy.scope()`."""
-    found = Objective(
-        loss=cross_entropy, metrics={"accuracy": keras.metrics.sparse_categorical_accuracy}
-    )
-    return evaluation.evaluate(strategy, classifier, found, split, batch_size)
+    with strategy.scope():
+        model = _Probabilities(classifier)
+        model.compile(
+            loss=cross_entropy, metrics=[keras.metrics.SparseCategoricalAccuracy("accuracy")]
+        )
+    return evaluation.evaluate(strategy, model, split, batch_size)

@@ -41,23 +41,21 @@ def step_flops(task: str, data_dir, manual_dir, train_split: str, test_split: st
     """FLOP per example of a forward and backward pass of `task`'s model (see above)."""
     import tensorflow as tf
 
-    from tf_mgpu.engine import objective
-    from tf_mgpu.engine.task import output_float32
+    from tf_mgpu.engine.steps import compute_loss
 
     found = task_fit.prepared(task, data_dir, manual_dir, train_split, test_split)
-    record, datasets, net, host = found
+    _, datasets, net, host = found
     batch = baselines.BATCH_SIZE
     x = tf.nest.map_structure(lambda a: tf.constant(a[:batch]), host(datasets.train.x))
     y = tf.constant(datasets.train.y[:batch])
-    # The per-example loss tf_mgpu's step takes from the compiled model, on its outputs.
-    loss_fn = objective.from_compiled(net, y, net(x, training=False), record.where).loss
+    # The compiled loss, as tf_mgpu's step takes it from the model.
+    net(x, training=False)
     variables = net.trainable_variables
 
     @tf.function
     def gradients(x, y):
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(loss_fn(y, output_float32(net(x, training=True))))
-            loss += tf.add_n(net.losses) if net.losses else 0.0
+            loss = compute_loss(net, x, y, net(x, training=True), None, training=True)
         return tape.gradient(loss, variables)
 
     return graph_flops(gradients.get_concrete_function(x, y)) / batch

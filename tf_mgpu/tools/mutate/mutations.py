@@ -42,10 +42,10 @@ MUTATIONS = (
     ),
     Mutation(
         behaviour="N replicas train like one device (loss over the global batch)",
-        what="each replica's mean loss, not the global batch's",
+        what="each replica's loss not divided among the replicas",
         path="tf_mgpu/engine/steps.py",
-        old="loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)",
-        new="loss = tf.reduce_mean(per_example)",
+        old="        loss = compute_loss(model, x, y, y_pred, w, training=True)\n",
+        new="        loss = reported(compute_loss(model, x, y, y_pred, w, training=True))\n",
         tests=(
             "tests/test_training.py::test_n_replicas_train_like_one_replica_at_the_same_global_batch"
             "[mirrored_2cpu-float64-2-1e-10]",
@@ -96,29 +96,29 @@ MUTATIONS = (
     ),
     Mutation(
         behaviour="training's test metrics count padding for nothing",
-        what="the padding weights dropped",
+        what="the padding measured by the metrics",
         path="tf_mgpu/engine/steps.py",
-        old="    sums.update(per_example, y, y_pred, weights, parts, w)",
-        new="    sums.update(per_example, y, y_pred, None, parts, w)",
+        old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
+        new="    sums.measure(x, y, y_pred, w, real=weights >= 0)",
         tests=(
             "tests/keras/test_data_and_metrics.py::"
             "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
         ),
     ),
     Mutation(
-        behaviour="the evaluate command counts padding for nothing",
-        what="the padding weights dropped",
+        behaviour="the evaluate command counts every example once",
+        what="the last, padded, batch skipped",
         path="tf_mgpu/engine/evaluation.py",
-        old="        sums.update(per_example, y, y_pred, weights, parts, w)",
-        new="        sums.update(per_example, y, y_pred, None, parts, w)",
+        old="        steps=data.eval_steps(len(split), global_batch),",
+        new="        steps=data.eval_steps(len(split), global_batch) - 1,",
         tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
     ),
     Mutation(
         behaviour="weighted_metrics take the sample weights",
-        what="the sample weights ignored (padding only)",
-        path="tf_mgpu/engine/metrics.py",
-        old="            weighted = weights * tf.cast(w, tf.float64)",
-        new="            weighted = weights",
+        what="the sample weights not given to the metrics",
+        path="tf_mgpu/engine/steps.py",
+        old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
+        new="    sums.measure(x, y, y_pred, None, real=weights > 0)",
         tests=(
             "tests/keras/test_weighted_metrics.py::"
             "test_weighted_and_unweighted_metrics_equal_keras_evaluate_on_two_replicas",
@@ -155,12 +155,18 @@ MUTATIONS = (
         ),
     ),
     Mutation(
-        behaviour="a loss's own reduction does not change training",
-        what="the loss object's reduction used",
-        path="tf_mgpu/engine/per_example.py",
-        old="        fn, loss_dtype = loss.call, loss.dtype",
-        new="        fn, loss_dtype = loss, loss.dtype",
-        tests=("tests/keras/test_losses.py",),
+        behaviour="a metric of the user's own reports what one device reports",
+        what="its replicas' states summed, not the gathered one read",
+        path="tf_mgpu/engine/metrics.py",
+        old=(
+            "            found = {key: value if key in summed else first[key] "
+            "for key, value in found.items()}"
+        ),
+        new="            found = dict(found)",
+        tests=(
+            "tests/engine/test_metrics.py::"
+            "test_a_metric_of_the_users_own_is_gathered_and_resumes_on_another_layout",
+        ),
     ),
     Mutation(
         behaviour="check names randomness outside Keras's seeded ops",
