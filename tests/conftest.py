@@ -3,6 +3,7 @@
 import pathlib
 import sys
 
+import keras
 import pytest
 
 from tests.support import (
@@ -24,6 +25,15 @@ from tf_mgpu.tasks.mnist import data, preflight, serving
 # Replicas need devices, and the split must happen before TensorFlow's first
 # op, so it happens here, when pytest imports this file, before any test.
 devices.split_cpu(NUM_CPU_DEVICES)
+
+
+@pytest.fixture(autouse=True)
+def _keras_floatx():
+    """A float64 run sets Keras's floatx for its duration (`state.create_state`; only
+    `training.run` puts it back): each test starts from the process's own."""
+    floatx = keras.config.floatx()
+    yield
+    keras.config.set_floatx(floatx)
 
 
 @pytest.fixture(scope="session")

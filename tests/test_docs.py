@@ -37,6 +37,7 @@ COMMANDS = (
     "tf_mgpu.kubernetes",
     "tf_mgpu.tools.mutate",
     "tf_mgpu.tools.bench.markdown",
+    "tf_mgpu.tools.bench.ab",
     "tf_mgpu.tools.synthetic",
 )
 ABSL_FLAGS = {"flagfile", "help", "helpfull", "helpshort", "undefok"}

@@ -59,7 +59,7 @@ def task_flags(model_dir, batch_size: int) -> list[str]:
         f"--task={CONVNET.relative_to(support.ROOT)}",
         f"--epochs={EPOCHS}",
         f"--batch_size={batch_size}",
-        "--nojit_compile",  # XLA's CPU convolutions are about 20x slower here (BUILD_NOTES)
+        "--nojit_compile",  # XLA's CPU convolutions were about 11x slower (BUILD_NOTES)
         "--steps_per_loop=32",
         f"--model_dir={model_dir}",
     ]
