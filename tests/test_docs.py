@@ -6,6 +6,7 @@ small subprocess per command module, none of which loads TensorFlow, so the
 whole file takes a few seconds.
 """
 
+import ast
 import json
 import re
 import shlex
@@ -204,3 +205,20 @@ def test_a_bad_flag_in_a_page_would_be_caught():
     assert [argv for argv, _ in result["errors"]] == [["--epoch=2"], ["--batch_size=0"]], result
     result = parse("tf_mgpu.kubernetes", [[], ["--port=1"]])
     assert [argv for argv, _ in result["errors"]] == [["--port=1"]], result
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_fenced_python_block_parses(page):
+    """A ```python block is Python a reader can paste: it parses (running them would need
+    TensorFlow, a model dir or a cluster each; the commands they name are checked above)."""
+    for block in python_blocks(page.read_text()):
+        try:
+            ast.parse(block)
+        except SyntaxError as e:
+            pytest.fail(
+                f"{page.name}: a python block does not parse ({e.msg}, line {e.lineno}):\n{block}"
+            )

@@ -13,10 +13,13 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "tf_mgpu"
 
-# The top-level commands (`python -m tf_mgpu.<name>`) and train.py, which assembles the run.
+# The top-level commands (`python -m tf_mgpu.<name>`) and training.py, which assembles the run.
 COMMANDS = tuple(
     f"tf_mgpu.{name}"
-    for name in ("main", "evaluate", "predict", "launch", "slurm", "sweep", "bench", "train")
+    for name in (
+        *("main", "evaluate", "predict", "launch", "slurm", "kubernetes", "devices"),
+        *("sweep", "bench", "check", "api", "training"),
+    )
 )
 
 # Part -> the modules and packages nothing in that part may import. These are the rules
