@@ -36,7 +36,7 @@ COMMANDS = (
     "tf_mgpu.sweep",
     "tf_mgpu.slurm",
     "tf_mgpu.kubernetes",
-    "tf_mgpu.tools.mutate",
+    "tests.mutate",
     "tf_mgpu.tools.bench.markdown",
     "tf_mgpu.tools.bench.ab",
     "tf_mgpu.tools.synthetic",
@@ -50,10 +50,10 @@ module, argvs = sys.argv[1], json.loads(sys.stdin.read())
 mod = importlib.import_module(module)
 result = {"flags": [], "errors": []}
 if module in ("tf_mgpu.slurm", "tf_mgpu.kubernetes", "tf_mgpu.tools.bench.markdown",
-              "tf_mgpu.tools.mutate", "tf_mgpu.tools.synthetic"):
+              "tests.mutate", "tf_mgpu.tools.synthetic"):
     # argparse: the parser is built inside main(); read its flags from --help, and parse
     # each command with the parser main() builds (it exits 2 on a bad flag).
-    main = importlib.import_module("tf_mgpu.tools.mutate.runner").main if module.endswith(
+    main = importlib.import_module("tests.mutate.runner").main if module.endswith(
         "mutate") else mod.main
     captured = io.StringIO()
     with contextlib.redirect_stdout(captured), contextlib.suppress(SystemExit):

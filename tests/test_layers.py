@@ -91,9 +91,7 @@ def tf_free_modules() -> list[str]:
     top = ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", "tf_mgpu.compile_cache"]
     # The benchmark's own process only runs commands and reads what they leave.
     bench = ["runner", "variants", "figures", "tables", "startup"]
-    # The mutation check only copies files and runs pytest.
-    mutate = ["tf_mgpu.tools.mutate.runner", "tf_mgpu.tools.mutate.mutations"]
-    return [*top, *subpackages, *cluster, *(f"tf_mgpu.tools.bench.{m}" for m in bench), *mutate]
+    return [*top, *subpackages, *cluster, *(f"tf_mgpu.tools.bench.{m}" for m in bench)]
 
 
 def test_the_tf_free_parts_import_without_tensorflow():

@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from tf_mgpu.tools.mutate import mutations, runner
-from tf_mgpu.tools.mutate.runner import Mutation
+from tests.mutate import mutations, runner
+from tests.mutate.runner import Mutation
 
 CALC = "def double(x):\n    return 2 * x\n"
 TESTS = """

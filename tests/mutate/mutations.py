@@ -5,7 +5,7 @@ otherwise), so when the code moves this table fails loudly instead of
 silently testing nothing. Node ids are relative to the repository root.
 """
 
-from tf_mgpu.tools.mutate.runner import Mutation
+from tests.mutate.runner import Mutation
 
 MUTATIONS = (
     Mutation(

@@ -1,8 +1,8 @@
 """Breaks each guarded behaviour in a copy of the repository and runs the test that guards it.
 
-  python -m tf_mgpu.tools.mutate                 # every mutation in mutations.py
-  python -m tf_mgpu.tools.mutate --only=resume   # those whose behaviour names "resume"
-  python -m tf_mgpu.tools.mutate --list          # the table of mutations, nothing run
+  python -m tests.mutate                 # every mutation in mutations.py
+  python -m tests.mutate --only=resume   # those whose behaviour names "resume"
+  python -m tests.mutate --list          # the table of mutations, nothing run
 
 A mutation is (file, exact old text, new text, test node ids). One at a time,
 the working tree is copied to a temporary directory (never changed itself),
@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXIT_ALL_KILLED, EXIT_SURVIVED, EXIT_REFUSED = 0, 1, 2
 PYTEST_FAILED = 1  # pytest's exit code when tests ran and some failed
 # Not copied: version control, environments, caches.
@@ -187,7 +187,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
 
 
 def main(argv: Sequence[str], mutations: Sequence[Mutation] | None = None, root=ROOT) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tf_mgpu.tools.mutate")
+    parser = argparse.ArgumentParser(prog="python -m tests.mutate")
     parser.add_argument("--only", help="only the mutations whose behaviour contains this")
     parser.add_argument("--list", action="store_true", help="print the mutations, run nothing")
     parser.add_argument("--no_baseline", action="store_true", help="skip the unmutated run")
@@ -195,7 +195,7 @@ def main(argv: Sequence[str], mutations: Sequence[Mutation] | None = None, root=
     parser.add_argument("--work_dir", help="where the copies and logs go (default: a new temp)")
     args = parser.parse_args(argv)
     if mutations is None:
-        from tf_mgpu.tools.mutate.mutations import MUTATIONS
+        from tests.mutate.mutations import MUTATIONS
 
         mutations = MUTATIONS
     chosen = [m for m in mutations if not args.only or args.only in m.behaviour]

@@ -1,8 +1,0 @@
-"""`python -m tf_mgpu.tools.mutate [--only=WORD] [--list] [--no_baseline]`; see runner.py."""
-
-import sys
-
-from tf_mgpu.tools.mutate import runner
-
-if __name__ == "__main__":
-    sys.exit(runner.main(sys.argv[1:]))
