@@ -29,6 +29,11 @@ class Compiled:
     loss_metrics: frozenset[str] = frozenset()
 
 
+def overrides(model: keras.Model, method: str) -> bool:
+    """Whether the model's class overrides Keras's `method` (train_step, compute_loss...)."""
+    return getattr(type(model), method) is not getattr(keras.Model, method)
+
+
 def is_sparse_categorical(given) -> bool:
     if isinstance(given, str):
         return given.lower() in ("sparse_categorical_crossentropy", "scce")

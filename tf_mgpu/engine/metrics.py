@@ -18,6 +18,8 @@ mean Keras's loss tracker would give, summed exactly.
 import keras
 import tensorflow as tf
 
+from tf_mgpu.engine.compiled import overrides
+
 
 class ModelMetrics:
     """The loss and the model's compiled metrics over one split (`name`: train, val, test).
@@ -69,7 +71,7 @@ class ModelMetrics:
             for i, (v, summed) in enumerate(self._live()):
                 aggregation = tf.VariableAggregation.SUM if summed else tf.VariableAggregation.MEAN
                 self._kept.append(_copy(v, f"{name}_kept_{i}_{v.name}", aggregation))
-        self._overrides_x = _overrides(model, "compute_metrics")
+        self._overrides_x = overrides(model, "compute_metrics")
         # Traced once each, not at every epoch's reset, restore and read.
         self._reset = tf.function(self._reset_here)
         self._restore = tf.function(self._restore_here)
@@ -238,10 +240,6 @@ def additive(metric: keras.metrics.Metric) -> bool:
     true of Keras's own metrics (counts, totals, confusion matrices), not known of any
     other class, a subclass of Keras's included."""
     return type(metric).__module__.split(".")[0] == "keras"
-
-
-def _overrides(model: keras.Model, method: str) -> bool:
-    return getattr(type(model), method) is not getattr(keras.Model, method)
 
 
 def _scalar(value) -> bool:

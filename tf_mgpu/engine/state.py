@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tf_mgpu.config import Config
 from tf_mgpu.engine import data, metrics
-from tf_mgpu.engine.compiled import Compiled, build_compiled, check_compiled
+from tf_mgpu.engine.compiled import Compiled, build_compiled, check_compiled, overrides
 from tf_mgpu.engine.task import Task, check_inputs
 from tf_mgpu.errors import UserError
 
@@ -168,23 +168,19 @@ def runs_own_step(net: keras.Model) -> bool:
     """Whether the model's class overrides `train_step` or `compute_loss`: then its
     `train_step` (Keras's own, calling that `compute_loss`) trains it, on each replica,
     as Keras's `fit` runs it."""
-    return _overrides(net, "train_step") or _overrides(net, "compute_loss")
+    return overrides(net, "train_step") or overrides(net, "compute_loss")
 
 
 def evaluates_own_step(net: keras.Model) -> bool:
     """Whether the model's class overrides `test_step` or `compute_loss`: then its
     `test_step` evaluates it on each replica, as Keras's `evaluate` runs it."""
-    return _overrides(net, "test_step") or _overrides(net, "compute_loss")
+    return overrides(net, "test_step") or overrides(net, "compute_loss")
 
 
 def overridden(net: keras.Model) -> list[str]:
     """The step methods the model's class overrides, as 'Class.method'."""
     methods = ("train_step", "compute_loss", "test_step")
-    return [f"{type(net).__name__}.{m}" for m in methods if _overrides(net, m)]
-
-
-def _overrides(net: keras.Model, method: str) -> bool:
-    return getattr(type(net), method) is not getattr(keras.Model, method)
+    return [f"{type(net).__name__}.{m}" for m in methods if overrides(net, m)]
 
 
 def _step_counter() -> tf.Variable:
