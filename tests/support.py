@@ -21,7 +21,7 @@ from matplotlib import image
 from PIL import Image
 
 from tf_mgpu.cluster import local
-from tf_mgpu.engine.data import Data
+from tf_mgpu.engine.input.data import Data
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NUM_CPU_DEVICES = 4

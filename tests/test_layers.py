@@ -31,6 +31,23 @@ FORBIDDEN = {
     "tf_mgpu.cluster": ("tf_mgpu.engine", "tf_mgpu.outputs", "tf_mgpu.tasks", "tf_mgpu.tools"),
 }
 
+# The engine's floors (docs/design.md), bottom up: a package imports only the floors below it.
+ENGINE_FLOORS = (
+    ("distribute", "model", "faults"),
+    ("input",),
+    ("task",),
+    ("state",),
+    ("step",),
+    ("control",),
+)
+for _floor, _packages in enumerate(ENGINE_FLOORS):
+    _above = [f"tf_mgpu.engine.{p}" for floor in ENGINE_FLOORS[_floor:] for p in floor]
+    for _package in _packages:
+        FORBIDDEN[f"tf_mgpu.engine.{_package}"] = (
+            *FORBIDDEN["tf_mgpu.engine"],
+            *(p for p in _above if p != f"tf_mgpu.engine.{_package}"),
+        )
+
 
 def module_name(path: pathlib.Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -65,6 +82,10 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 def test_the_scan_sees_every_part():
     parts = {module_name(path).split(".")[1] for path in MODULES if path.parent != PACKAGE}
     assert {"cluster", "engine", "outputs", "tools"} <= parts, parts
+    engine = {p.name for p in (PACKAGE / "engine").iterdir() if (p / "__init__.py").exists()}
+    floors = {p for floor in ENGINE_FLOORS for p in floor} - {"task"}
+    assert engine == floors, f"every engine package has a floor: {engine ^ floors}"
+    assert sorted(p.name for p in (PACKAGE / "engine").glob("*.py")) == ["__init__.py", "task.py"]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: module_name(path))

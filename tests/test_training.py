@@ -11,8 +11,9 @@ from tests.support import ROOT, cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import training
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.engine import state as engine_state
-from tf_mgpu.engine import strategies, trainer
+from tf_mgpu.engine.distribute import strategies
+from tf_mgpu.engine.state import training_state as engine_state
+from tf_mgpu.engine.step import trainer
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
 
@@ -104,7 +105,7 @@ def test_evaluation_counts_every_test_example_across_replicas(mnist):
 @pytest.mark.parametrize("name", ["mirrored", "one_device", "default"])
 def test_every_strategy_the_factory_builds_trains(mnist, name):
     fresh_collective_keys()
-    strategy = strategies.create(name, tf_config.Task())
+    strategy = strategies.create(name, tf_config.Node())
     config = dataclasses.replace(SMALL, epochs=1)
     result = training.run(config, strategy=strategy, datasets=subset(mnist, 512, 100))
     assert result.summary["strategy"] == name

@@ -20,9 +20,9 @@ import tensorflow as tf
 from tests.support import ROOT, cpu_strategy, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import state as engine_state
-from tf_mgpu.engine import stream
-from tf_mgpu.engine.data import Data, Split
+from tf_mgpu.engine.input import stream
+from tf_mgpu.engine.input.data import Data, Split
+from tf_mgpu.engine.state import training_state as engine_state
 from tf_mgpu.tasks import adapter, mnist_cnn, mnist_mlp
 
 TASKS = ["mnist_mlp", "mnist_cnn", "two_inputs", "two_inputs_streamed"]

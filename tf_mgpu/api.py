@@ -12,7 +12,7 @@ from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 def train(task, **settings) -> dict:
     """See `tf_mgpu.train`."""
     config = _config(task, settings)
-    check_before_tensorflow(config, tf_config.task_from_env(), named=isinstance(task, str))
+    check_before_tensorflow(config, tf_config.node_from_env(), named=isinstance(task, str))
     compile_cache.enable(config.compile_cache, config.data_dir)  # before XLA's first use
     from tf_mgpu import training  # loads TensorFlow
 
@@ -20,7 +20,7 @@ def train(task, **settings) -> dict:
     return {} if result is None else result.summary
 
 
-def check_before_tensorflow(config: Config, node: tf_config.Task, named: bool = True) -> None:
+def check_before_tensorflow(config: Config, node: tf_config.Node, named: bool = True) -> None:
     """What can be checked in milliseconds, before TensorFlow loads (6 s): the strategy
     against the cluster, that --batch_workers' batch splits over it, the chief's model dir,
     the --task name (when `named`), and last, since offline it may wait 5 s for the

@@ -58,7 +58,7 @@ def _check() -> None:
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     import tensorflow as tf
 
-    from tf_mgpu.engine import devices
+    from tf_mgpu.engine.distribute import devices
     from tf_mgpu.tools.check import runner
 
     if not tf.config.list_physical_devices("GPU"):

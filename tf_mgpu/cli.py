@@ -5,8 +5,11 @@ Each CLI (`main`, `evaluate`, `predict`, `launch`, `sweep`, `bench`) defines
 its own flags; this module defines none, so importing it clashes with none.
 """
 
+import dataclasses
+import math
 import os
 import sys
+import types
 from collections.abc import Callable
 
 from absl import flags, logging
@@ -38,6 +41,44 @@ def define_auto_boolean(name: str, default: str, help_string: str):
         _AutoBooleanParser(), flags.ArgumentSerializer(), name, default, help_string, boolean=True
     )
     return flags.DEFINE_flag(flag)
+
+
+def define_settings(config_class, **formats) -> dict:
+    """One flag per field of `config_class` (`tf_mgpu.config.setting`): its name, default,
+    help (formatted with `formats`), choices and bounds; a float must also be finite.
+    Returns the flag holders by name, in the fields' order."""
+    holders = {}
+    for field in dataclasses.fields(config_class):
+        meta = field.metadata
+        default = meta.get("command_default", field.default)
+        help_text = meta["help"].format(**formats)
+        bounds = {"lower_bound": meta["lower"], "upper_bound": meta["upper"]}
+        kinds = (
+            set(field.type.__args__) if isinstance(field.type, types.UnionType) else {field.type}
+        )
+        kinds.discard(type(None))
+        if meta["choices"]:
+            holder = flags.DEFINE_enum(field.name, default, meta["choices"], help_text)
+        elif kinds == {bool}:
+            holder = flags.DEFINE_boolean(field.name, default, help_text)
+        elif kinds == {bool, str}:
+            holder = define_auto_boolean(field.name, default, help_text)
+        elif kinds == {int}:
+            holder = flags.DEFINE_integer(field.name, default, help_text, **bounds)
+        elif kinds == {float}:
+            holder = flags.DEFINE_float(field.name, default, help_text, **bounds)
+            positive = meta.get("positive", False)
+            flags.register_validator(
+                field.name,
+                lambda value, positive=positive: (
+                    value is None or (math.isfinite(value) and (value > 0 or not positive))
+                ),
+                message=f"--{field.name} must be a {'positive ' * positive}finite number",
+            )
+        else:  # str, or a str that names a number (--steps_per_loop)
+            holder = flags.DEFINE_string(field.name, default, help_text)
+        holders[field.name] = holder
+    return holders
 
 
 def refuse_arguments(argv: list[str]) -> None:

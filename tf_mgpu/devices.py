@@ -23,7 +23,7 @@ def lines(num_cpu_devices: int = 1) -> list[str]:
     """The report, one line each; must run before any other TensorFlow op."""
     import tensorflow as tf
 
-    from tf_mgpu.engine import devices
+    from tf_mgpu.engine.distribute import devices
 
     build = tf.sysconfig.get_build_info()
     cuda = (

@@ -71,11 +71,12 @@ def evaluate() -> str:
     tasks.check(_TASK.value)
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     from tf_mgpu.cluster import preflight, tf_config
-    from tf_mgpu.engine import devices, strategies, stream
+    from tf_mgpu.engine.distribute import devices, strategies
+    from tf_mgpu.engine.input import stream
     from tf_mgpu.outputs import report
     from tf_mgpu.tasks import adapter
 
-    node = tf_config.task_from_env()
+    node = tf_config.node_from_env()
     # Inputs are checked before joining a cluster, where peers would wait for us.
     preflight.strategy(_STRATEGY.value, node, _NUM_CPU_DEVICES.value)
     work = adapter.load(_TASK.value)
@@ -120,7 +121,7 @@ def _measure(work, model: str, strategy, test) -> dict:
         with strategy.scope():
             classifier = serving.load(model)
         return serving.evaluate(classifier, strategy, test, _BATCH_SIZE.value)
-    from tf_mgpu.engine import evaluation
+    from tf_mgpu.engine.step import evaluation
     from tf_mgpu.outputs import export
 
     # The task's own losses, metrics and Lambda functions, found on a model it builds (what

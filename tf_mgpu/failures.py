@@ -8,8 +8,9 @@ import tensorflow as tf
 
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.engine import checkpoint, collectives
-from tf_mgpu.engine.trainer import Trainer
+from tf_mgpu.engine.distribute import collectives
+from tf_mgpu.engine.state import checkpoint
+from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import Diverged, PeerLost, UserError
 
 _TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
@@ -17,7 +18,7 @@ _TASK_NAME = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
 
 @contextlib.contextmanager
 def as_one_line(
-    config: Config, trainer: Trainer, checkpoints: checkpoint.Checkpoints, node: tf_config.Task
+    config: Config, trainer: Trainer, checkpoints: checkpoint.Checkpoints, node: tf_config.Node
 ):
     """Expected ways for training to fail, each turned into its one line."""
     try:
@@ -37,14 +38,14 @@ def as_one_line(
         ) from None
 
 
-def _lost_peer(error: Exception, task: tf_config.Task, checkpoints: checkpoint.Checkpoints) -> str:
+def _lost_peer(error: Exception, node: tf_config.Node, checkpoints: checkpoint.Checkpoints) -> str:
     """One line naming the task that went away, from TensorFlow's error message."""
-    names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(task)}
+    names = {f"{kind}:{index}" for kind, index in _TASK_NAME.findall(str(error))} - {str(node)}
     peers = ", ".join(sorted(names)) or "a peer"
     last = checkpoints.latest or "none yet"
     reason = str(error).strip().splitlines()[0][:120]
     return (
-        f"{task} lost {peers} during training ({type(error).__name__}: {reason}); last "
+        f"{node} lost {peers} during training ({type(error).__name__}: {reason}); last "
         f"checkpoint: {last}. Rerun the same command on every worker to resume"
     )
 

@@ -8,7 +8,6 @@ the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 """
 
 import dataclasses
-import os
 
 import keras
 import tensorflow as tf
@@ -16,27 +15,17 @@ import tensorflow as tf
 from tf_mgpu import failures, timing
 from tf_mgpu.cluster import elastic, preflight, supervisor, tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.engine import (
-    actions,
-    agreement,
-    callbacks,
-    checkpoint,
-    collectives,
-    controller,
-    devices,
-    finalize,
-    liveness,
-    replicas,
-    stopping,
-    strategies,
-    stream,
-)
-from tf_mgpu.engine.data import Data
-from tf_mgpu.engine.state import TrainState, overridden
-from tf_mgpu.engine.trainer import Trainer
+from tf_mgpu.engine.control import actions, callbacks, controller, finalize
+from tf_mgpu.engine.distribute import agreement, collectives, devices, strategies
+from tf_mgpu.engine.faults import liveness, stopping
+from tf_mgpu.engine.input import stream
+from tf_mgpu.engine.input.data import Data
+from tf_mgpu.engine.state import checkpoint
+from tf_mgpu.engine.state.training_state import TrainState, overridden
+from tf_mgpu.engine.step import replicas
+from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import UserError
-from tf_mgpu.outputs import actions as outputs_actions
-from tf_mgpu.outputs import export, progress, report, summary, tensorboard
+from tf_mgpu.outputs import export, progress, report, reporting, summary, tensorboard
 from tf_mgpu.tasks import adapter
 
 
@@ -53,7 +42,7 @@ class _Run:
     """What the steps of one run share, built once in `run`."""
 
     strategy: tf.distribute.Strategy
-    node: tf_config.Task  # this process's place in the cluster
+    node: tf_config.Node  # this process's place in the cluster
     config: Config
     trainer: Trainer
     checkpoints: checkpoint.Checkpoints
@@ -91,7 +80,7 @@ def run(
     built from `config` (tests use this). `flagfile` is the text of a
     flagfile that replays the run; the chief writes it into
     `config.model_dir` with the other outputs. `stop` carries SIGTERM/SIGINT
-    requests (see `tf_mgpu.engine.stopping`). `clock` times the run's phases
+    requests (see `tf_mgpu.engine.faults.stopping`). `clock` times the run's phases
     (default: from this call). `splits_given`: --train_split or --test_split was on
     the command line (refused for a task that cannot read them). Returns None when the
     model dir already holds every epoch asked for.
@@ -106,7 +95,7 @@ def run(
 def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
     stop = stop or stopping.Stop()
     clock = clock or timing.Phases()
-    node = tf_config.task_from_env()
+    node = tf_config.node_from_env()
     chief_print = print if node.is_chief else (lambda *args, **kwargs: None)
     outputs = report.Outputs(config.model_dir if node.is_chief else None)
     # Inputs are checked before joining the cluster: a task that failed later
@@ -188,7 +177,7 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         logs.close()
 
 
-def _batch_for(config: Config, node: tf_config.Task) -> Config:
+def _batch_for(config: Config, node: tf_config.Node) -> Config:
     """`config` with --batch_size for this cluster: with --batch_workers, each replica's
     share of the same global batch on `node.num_workers` workers (the chief says so)."""
     batch = elastic.per_replica_batch(config.batch_size, config.batch_workers, node.num_workers)
@@ -294,7 +283,7 @@ def _train(run: _Run) -> Result | None:
             is_chief=run.node.is_chief,
         )
         saving.agreement = agreed
-        curve = outputs_actions.TrainingCurve(trainer, run.logs, config.log_steps)
+        curve = reporting.TrainingCurve(trainer, run.logs, config.log_steps)
         bar = progress.Progress(enabled=run.node.is_chief)
         keras_callbacks = [run.callbacks] if run.callbacks else []
         ending = finalize.Finalize(trainer, run.strategy)
@@ -306,8 +295,8 @@ def _train(run: _Run) -> Result | None:
             config.epochs,
             [
                 curve,
-                outputs_actions.ProgressBar(bar, curve, config.epochs, single=not run.multi_worker),
-                outputs_actions.EpochLog(
+                reporting.ProgressBar(bar, curve, config.epochs, single=not run.multi_worker),
+                reporting.EpochLog(
                     trainer, history, run.outputs, run.logs, config.epochs, run.chief_print
                 ),
                 ending,  # as fit: the optimizer finalizes the weights before on_train_end
@@ -370,7 +359,6 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
     `final` holds test and validation figures that replace the last epoch's (the
     weights changed after it)."""
     strategy, node, config, trainer = run.strategy, run.node, run.config, run.trainer
-    _test_fault(run)
     facts = summary.summary(strategy, node, config, trainer, history)
     facts.update(final)
     if run.callbacks is not None:
@@ -404,17 +392,6 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
         f"{timing.line(facts['seconds'])}; calls: {trainer.pace.describe()}", flush=True
     )
     return Result(summary=facts, state=trainer.state)
-
-
-# Test-only, off unless a test sets it: "shift_weights:worker:1" makes that worker's weights
-# differ just before the workers compare them, so a test can see the run refuse to finish.
-TEST_FAULT = "TF_MGPU_TEST_FAULT"
-
-
-def _test_fault(run: _Run) -> None:
-    if os.environ.get(TEST_FAULT) == f"shift_weights:{run.node}":
-        first = run.trainer.state.model.weights[0]
-        first.assign(first + 1.0)
 
 
 def _export(trainer: Trainer, model_dir: str) -> list[str]:

@@ -53,7 +53,7 @@ def test_port_and_job_name_from_the_manifest_win():
 
 
 def test_the_tf_config_is_json_that_the_tf_config_reader_accepts():
-    task = tf_config.task_from_env({"TF_CONFIG": kubernetes.tf_config(pod(1, 3))})
+    task = tf_config.node_from_env({"TF_CONFIG": kubernetes.tf_config(pod(1, 3))})
     assert (str(task), task.num_workers, task.is_chief) == ("worker:1", 3, False), task
 
 

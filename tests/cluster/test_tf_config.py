@@ -19,20 +19,20 @@ def environ(cluster_spec: dict, task_type: str, index: int) -> dict:
 
 
 def test_no_tf_config_is_a_cluster_of_one_chief():
-    task = tf_config.task_from_env({})
+    task = tf_config.node_from_env({})
     assert (task.num_workers, task.is_chief, str(task)) == (1, True, "worker:0")
 
 
 def test_worker_zero_is_chief_without_a_chief_task():
-    first = tf_config.task_from_env(environ(TWO_WORKERS, "worker", 0))
-    second = tf_config.task_from_env(environ(TWO_WORKERS, "worker", 1))
+    first = tf_config.node_from_env(environ(TWO_WORKERS, "worker", 0))
+    second = tf_config.node_from_env(environ(TWO_WORKERS, "worker", 1))
     assert (first.num_workers, first.is_chief, second.is_chief) == (2, True, False)
 
 
 def test_chief_task_is_the_only_chief():
     spec = {"chief": ["localhost:2000"], **TWO_WORKERS}
-    chief = tf_config.task_from_env(environ(spec, "chief", 0))
-    worker0 = tf_config.task_from_env(environ(spec, "worker", 0))
+    chief = tf_config.node_from_env(environ(spec, "chief", 0))
+    worker0 = tf_config.node_from_env(environ(spec, "worker", 0))
     assert (chief.num_workers, chief.is_chief, worker0.is_chief) == (3, True, False)
     assert chief.addresses[0] == "localhost:2000", "the chief's address comes first"
 
@@ -66,7 +66,7 @@ def test_chief_task_is_the_only_chief():
 )
 def test_bad_tf_config_is_one_user_error_with_an_example(raw, expected):
     with pytest.raises(UserError) as error:
-        tf_config.task_from_env({"TF_CONFIG": raw})
+        tf_config.node_from_env({"TF_CONFIG": raw})
     message = str(error.value)
     assert expected in message, message
     assert "expected e.g." in message, message
@@ -75,4 +75,4 @@ def test_bad_tf_config_is_one_user_error_with_an_example(raw, expected):
 
 def test_index_error_names_both_numbers():
     with pytest.raises(UserError, match=r"index 5 is out of range: the cluster has 2 'worker'"):
-        tf_config.task_from_env(environ(TWO_WORKERS, "worker", 5))
+        tf_config.node_from_env(environ(TWO_WORKERS, "worker", 5))

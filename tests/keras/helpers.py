@@ -18,7 +18,7 @@ from tests.support import ROOT, cpu_strategy
 from tests.test_training_tasks import import_file, weights
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data
+from tf_mgpu.engine.input import data
 
 FILES = ROOT / "tests" / "keras_files"
 

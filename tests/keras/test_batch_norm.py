@@ -6,7 +6,7 @@ import dataclasses
 from tests.keras.helpers import FLOAT64, load
 from tests.support import cpu_strategy
 from tf_mgpu import training
-from tf_mgpu.engine import replicas
+from tf_mgpu.engine.step import replicas
 
 
 def test_a_run_prints_one_warning_naming_three_layers_and_counting_the_rest(capsys):

@@ -25,7 +25,7 @@ from tests.support import cpu_strategy
 from tests.test_training_tasks import replica_copies
 from tf_mgpu import errors, training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import stopping
+from tf_mgpu.engine.faults import stopping
 from tf_mgpu.tasks import adapter
 
 

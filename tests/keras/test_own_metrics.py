@@ -13,7 +13,7 @@ from tests.keras.helpers import FLOAT64, assert_same_weights, load, one_and_two,
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import metrics
+from tf_mgpu.engine.model import metrics
 
 OWN = ("categorical_true_positives", "mean_squared_logit", "largest_loss")
 

@@ -11,7 +11,7 @@ MUTATIONS = (
     Mutation(
         behaviour="workers agree on the weights (sha256 all-reduce)",
         what="a difference never raises",
-        path="tf_mgpu/engine/collectives.py",
+        path="tf_mgpu/engine/distribute/collectives.py",
         old="        return all(self._count * sq == s * s for s, sq in zip(",
         new="        return True or all(self._count * sq == s * s for s, sq in zip(",
         tests=("tests/test_main.py::test_workers_that_end_with_different_weights_fail_saying_so",),
@@ -19,11 +19,11 @@ MUTATIONS = (
     Mutation(
         behaviour="a killed run resumes to the same weights",
         what="a resumed epoch restarts at its first step",
-        path="tf_mgpu/engine/trainer.py",
+        path="tf_mgpu/engine/step/trainer.py",
         old="        return epoch, self.step() - epoch * self.train_steps",
         new="        return epoch, 0",
         tests=(
-            "tests/engine/test_checkpoint.py::test_one_process_killed_mid_epoch_resumes_bit_for_bit",
+            "tests/engine/state/test_checkpoint.py::test_one_process_killed_mid_epoch_resumes_bit_for_bit",
         ),
     ),
     Mutation(
@@ -43,7 +43,7 @@ MUTATIONS = (
     Mutation(
         behaviour="N replicas train like one device (loss over the global batch)",
         what="each replica's loss not divided among the replicas",
-        path="tf_mgpu/engine/steps.py",
+        path="tf_mgpu/engine/step/replica_steps.py",
         old="        loss = compute_loss(model, x, y, y_pred, w, training=True)\n",
         new="        loss = reported(compute_loss(model, x, y, y_pred, w, training=True))\n",
         tests=(
@@ -54,22 +54,22 @@ MUTATIONS = (
     Mutation(
         behaviour="a tf.data split is read each epoch, never held",
         what="the dataset cached",
-        path="tf_mgpu/engine/stream.py",
+        path="tf_mgpu/engine/input/stream.py",
         old="    return Stream(dataset, length, nonfinite,",
         new="    return Stream(dataset.cache(), length, nonfinite,",
         tests=(
-            "tests/engine/test_stream.py::"
+            "tests/engine/input/test_stream.py::"
             "test_training_reads_the_dataset_each_epoch_instead_of_holding_it",
         ),
     ),
     Mutation(
         behaviour="SIGTERM saves a checkpoint at the next call boundary",
         what="the stop's save skipped (the last periodic one stands)",
-        path="tf_mgpu/engine/actions.py",
+        path="tf_mgpu/engine/control/actions.py",
         old="            self._saving.save()\n            self._halt()",
         new="            self._halt()",
         tests=(
-            "tests/engine/test_stopping.py::"
+            "tests/engine/faults/test_stopping.py::"
             "test_a_signal_during_training_saves_stops_and_the_rerun_resumes[sigterm]",
         ),
     ),
@@ -86,18 +86,18 @@ MUTATIONS = (
     Mutation(
         behaviour="each replica draws its own dropout masks",
         what="every replica on one stream",
-        path="tf_mgpu/engine/state.py",
+        path="tf_mgpu/engine/state/training_state.py",
         old="    shift = tf.stack([replica * _STREAM_STRIDE, tf.constant(0, tf.int64)])",
         new="    shift = tf.stack([replica * 0, tf.constant(0, tf.int64)])",
         tests=(
-            "tests/engine/test_state.py::"
+            "tests/engine/state/test_training_state.py::"
             "test_each_replica_draws_its_own_masks_from_the_state_one_device_would_have",
         ),
     ),
     Mutation(
         behaviour="training's test metrics count padding for nothing",
         what="the padding measured by the metrics",
-        path="tf_mgpu/engine/steps.py",
+        path="tf_mgpu/engine/step/replica_steps.py",
         old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
         new="    sums.measure(x, y, y_pred, w, real=weights >= 0)",
         tests=(
@@ -108,7 +108,7 @@ MUTATIONS = (
     Mutation(
         behaviour="the evaluate command counts every example once",
         what="the last, padded, batch skipped",
-        path="tf_mgpu/engine/evaluation.py",
+        path="tf_mgpu/engine/step/evaluation.py",
         old="        steps=data.eval_steps(len(split), global_batch),",
         new="        steps=data.eval_steps(len(split), global_batch) - 1,",
         tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
@@ -116,7 +116,7 @@ MUTATIONS = (
     Mutation(
         behaviour="weighted_metrics take the sample weights",
         what="the sample weights not given to the metrics",
-        path="tf_mgpu/engine/steps.py",
+        path="tf_mgpu/engine/step/replica_steps.py",
         old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
         new="    sums.measure(x, y, y_pred, None, real=weights > 0)",
         tests=(
@@ -135,36 +135,36 @@ MUTATIONS = (
     Mutation(
         behaviour="workers that restored different checkpoints refuse to train",
         what="the start steps compared, a difference ignored",
-        path="tf_mgpu/engine/collectives.py",
+        path="tf_mgpu/engine/distribute/collectives.py",
         old="(here) != here * strategy.num_replicas_in_sync:",
         new="(here) is None:",
         tests=(
-            "tests/engine/test_collectives.py::"
+            "tests/engine/distribute/test_collectives.py::"
             "test_workers_that_restore_different_checkpoints_refuse_to_train",
         ),
     ),
     Mutation(
         behaviour="the newest 3 checkpoints are kept",
         what="4 kept",
-        path="tf_mgpu/engine/checkpoint.py",
+        path="tf_mgpu/engine/state/checkpoint.py",
         old="KEEP = 3  #",
         new="KEEP = 4  #",
         tests=(
-            "tests/engine/test_checkpoint.py::"
+            "tests/engine/state/test_checkpoint.py::"
             "test_a_run_keeps_the_newest_three_checkpoints_by_default",
         ),
     ),
     Mutation(
         behaviour="a metric of the user's own reports what one device reports",
         what="its replicas' states summed, not the gathered one read",
-        path="tf_mgpu/engine/metrics.py",
+        path="tf_mgpu/engine/model/metrics.py",
         old=(
             "            found = {key: value if key in summed else first[key] "
             "for key, value in found.items()}"
         ),
         new="            found = dict(found)",
         tests=(
-            "tests/engine/test_metrics.py::"
+            "tests/engine/model/test_metrics.py::"
             "test_a_metric_of_the_users_own_is_gathered_and_resumes_on_another_layout",
         ),
     ),

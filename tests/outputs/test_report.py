@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_mgpu.engine import checkpoint, data, stream
+from tf_mgpu.engine.input import data, stream
+from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import report
 from tf_mgpu.tasks import mnist_mlp

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tests.support import cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine import checkpoint
+from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.outputs import tensorboard
 
 # 2048 examples at a global batch of 64 (2 replicas x 32): 32 steps per epoch,

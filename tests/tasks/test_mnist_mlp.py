@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.support import cpu_strategy
-from tf_mgpu.engine import schedules
+from tf_mgpu.engine.model import schedules
 from tf_mgpu.tasks import mnist_mlp
 
 

@@ -6,7 +6,7 @@ as lost for good, while at least MIN remain (`next_size`). Each worker gets
 main's `--batch_workers=MAX`: --batch_size is then per replica for a cluster of
 MAX workers, and on another worker count each replica takes the share of the
 same global batch (`per_replica_batch`). The data order depends only on the
-seed and the global batch (`tf_mgpu.engine.data.epoch_order`; replica r takes
+seed and the global batch (`tf_mgpu.engine.input.data.epoch_order`; replica r takes
 the r-th run of each step's examples), so the resumed run trains on the same
 examples in the same steps, and the checkpoint's fingerprint, which holds the
 global batch, accepts it. No TensorFlow here: the launcher and main's checks

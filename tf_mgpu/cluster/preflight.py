@@ -29,7 +29,7 @@ def model_dir(path: str | None) -> None:
         raise UserError(f"--model_dir={path} is not writable; choose a folder you can write to")
 
 
-def strategy(name: str, task: tf_config.Task, num_cpu_devices: int = 1) -> str:
+def strategy(name: str, node: tf_config.Node, num_cpu_devices: int = 1) -> str:
     """The strategy to build for `name` in this cluster.
 
     `mirrored` means "mirror over every device I am given": when TF_CONFIG
@@ -42,7 +42,7 @@ def strategy(name: str, task: tf_config.Task, num_cpu_devices: int = 1) -> str:
     """
     if name not in STRATEGIES:
         raise UserError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    if task.num_workers == 1:
+    if node.num_workers == 1:
         return name
     if num_cpu_devices > 1:
         raise UserError(
@@ -53,6 +53,6 @@ def strategy(name: str, task: tf_config.Task, num_cpu_devices: int = 1) -> str:
     if name in ("mirrored", "multi_worker_mirrored"):
         return "multi_worker_mirrored"
     raise UserError(
-        f"--strategy={name} trains on one device, but TF_CONFIG names {task.num_workers} "
+        f"--strategy={name} trains on one device, but TF_CONFIG names {node.num_workers} "
         f"tasks; use --strategy=multi_worker_mirrored, or unset TF_CONFIG"
     )

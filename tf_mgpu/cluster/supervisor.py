@@ -21,7 +21,7 @@ within --startup_timeout), 'compiling' while it compiles and 'finishing' once no
 collective is left (local work: no deadline), 'warming' before what was not
 measured yet (--startup_timeout again), and 'alive G' before every other call,
 where G is the seconds beyond --peer_timeout that the call may take, from what
-it measured (`tf_mgpu.engine.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
+it measured (`tf_mgpu.engine.faults.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
 no trainer is ever left behind.
 """
 

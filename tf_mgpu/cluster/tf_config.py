@@ -22,7 +22,7 @@ _TASK_TYPES = ("chief", "worker")
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
+class Node:
     """This process's place in the cluster; a lone process is worker 0 of 1."""
 
     type: str = "worker"
@@ -49,7 +49,7 @@ def _fail(problem: str) -> None:
     raise UserError(f"TF_CONFIG {problem}; expected e.g. {_EXAMPLE}")
 
 
-def task_from_env(environ: Mapping[str, str] = os.environ) -> Task:
+def node_from_env(environ: Mapping[str, str] = os.environ) -> Node:
     """Parses and checks TF_CONFIG; without it, this process is a cluster of one.
 
     Raises UserError naming what is wrong, for anything
@@ -57,7 +57,7 @@ def task_from_env(environ: Mapping[str, str] = os.environ) -> Task:
     """
     raw = environ.get("TF_CONFIG", "").strip()
     if not raw:
-        return Task()
+        return Node()
     try:
         spec = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -94,7 +94,7 @@ def task_from_env(environ: Mapping[str, str] = os.environ) -> Task:
     count = len(cluster[task_type])
     if not 0 <= index < count:
         _fail(f"task index {index} is out of range: the cluster has {count} '{task_type}' tasks")
-    return Task(type=task_type, index=index, addresses=addresses, has_chief="chief" in cluster)
+    return Node(type=task_type, index=index, addresses=addresses, has_chief="chief" in cluster)
 
 
 def _is_address(host: object) -> bool:

@@ -14,7 +14,9 @@ import tensorflow as tf
 from tf_mgpu import strict_json
 from tf_mgpu.cluster import preflight
 from tf_mgpu.config import Config
-from tf_mgpu.engine import checkpoint, strategies, stream
+from tf_mgpu.engine.distribute import strategies
+from tf_mgpu.engine.input import stream
+from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.outputs import export, tensorboard
 
 SUMMARY = "summary.json"

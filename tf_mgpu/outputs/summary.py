@@ -6,8 +6,9 @@ import tensorflow as tf
 
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.engine import collectives, schedules, strategies
-from tf_mgpu.engine.trainer import Trainer
+from tf_mgpu.engine.distribute import collectives, strategies
+from tf_mgpu.engine.model import schedules
+from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.outputs import report
 
 
@@ -37,7 +38,7 @@ def hparams(config: Config, trainer: Trainer, strategy: tf.distribute.Strategy) 
 
 def summary(
     strategy: tf.distribute.Strategy,
-    task: tf_config.Task,
+    node: tf_config.Node,
     config: Config,
     trainer: Trainer,
     history: list[dict],
@@ -46,15 +47,15 @@ def summary(
     steady = history[1:] or history  # the first epoch also warms up (caches, threads)
     return {
         "strategy": strategies.name_of(strategy),
-        "task": str(task),
-        "num_workers": task.num_workers,
+        "task": str(node),
+        "num_workers": node.num_workers,
         "replicas": strategy.num_replicas_in_sync,
         "devices": strategies.devices_of(strategy),
         "per_replica_batch": config.batch_size,
         "accumulation_steps": config.accumulation_steps,
         "global_batch": trainer.global_batch,
         "steps_per_epoch": trainer.train_steps,
-        "steps_per_call": trainer.pace.count,  # what the last calls ran (tf_mgpu.engine.pace)
+        "steps_per_call": trainer.pace.count,  # what the last calls ran (tf_mgpu.engine.step.pace)
         **schedules.describe(trainer.learning_rate),
         "task_name": trainer.task.name,
         "dtype": trainer.state.model.dtype_policy.name,

@@ -8,7 +8,7 @@ A task is a Python file or module that defines, as any Keras user writes them:
                  (x may be a dict of arrays, keyed by the model's input
                  names), or a tf.data.Dataset of unbatched (x, y) elements
                  in place of either pair (or one batched for fit, read as
-                 its examples), streamed (tf_mgpu.engine.stream), never
+                 its examples), streamed (tf_mgpu.engine.input.stream), never
                  held in memory. A pair of arrays may carry a third,
                  each example's sample_weight. It may take one argument:
                  the run's tf_mgpu.config.Config (data_dir, splits, seed).

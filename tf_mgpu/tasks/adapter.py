@@ -19,8 +19,9 @@ import tensorflow as tf
 
 from tf_mgpu import tasks
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, source, stream
-from tf_mgpu.engine.task import Task, check_data
+from tf_mgpu.engine.input import data, source, stream
+from tf_mgpu.engine.input.checks import check_data
+from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
 
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tests import support
 from tests.support import mnist_manual_dir
 from tf_mgpu import errors
-from tf_mgpu.engine import data
+from tf_mgpu.engine.input import data
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import mnist_mlp
 from tf_mgpu.tasks.mnist import data as mnist_data

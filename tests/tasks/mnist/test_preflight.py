@@ -91,7 +91,7 @@ def test_model_dir_and_strategy_checks(tmp_path):
         cluster_preflight.model_dir(str(tmp_path / "file"))
     cluster_preflight.model_dir(str(tmp_path / "new" / "run"))
     assert (tmp_path / "new" / "run").is_dir()
-    two = tf_config.Task(addresses=("a:1", "b:2"))
+    two = tf_config.Node(addresses=("a:1", "b:2"))
     assert cluster_preflight.strategy("mirrored", two) == "multi_worker_mirrored"
     with pytest.raises(UserError, match="trains on one device"):
         cluster_preflight.strategy("one_device", two)

@@ -21,7 +21,7 @@ import tempfile
 import numpy as np
 
 from tf_mgpu import compile_cache, strict_json
-from tf_mgpu.engine.data import Split
+from tf_mgpu.engine.input.data import Split
 from tf_mgpu.tasks.mnist import splits
 
 SPLITS = ("train", "test")

@@ -8,7 +8,7 @@ import contextlib
 import fcntl
 import os
 
-from tf_mgpu.engine.data import Data, Split
+from tf_mgpu.engine.input.data import Data, Split
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import cache, preflight
 

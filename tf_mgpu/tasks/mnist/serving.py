@@ -24,8 +24,8 @@ import zipfile
 import keras
 import tensorflow as tf
 
-from tf_mgpu.engine import evaluation
-from tf_mgpu.engine.data import Split
+from tf_mgpu.engine.input.data import Split
+from tf_mgpu.engine.step import evaluation
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import export
 from tf_mgpu.outputs.export import KERAS, SAVED_MODEL
@@ -250,7 +250,7 @@ def evaluate(
     classifier: Classifier, strategy: tf.distribute.Strategy, split: Split, batch_size: int
 ) -> dict:
     """Mean cross-entropy and accuracy of `classifier` over every example of `split`,
-    spread over the strategy's replicas (see `tf_mgpu.engine.evaluation`). Load
+    spread over the strategy's replicas (see `tf_mgpu.engine.step.evaluation`). Load
     `classifier` in `strategy.scope()`."""
     with strategy.scope():
         model = _Probabilities(classifier)

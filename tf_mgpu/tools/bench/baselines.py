@@ -290,7 +290,7 @@ def xla_floor(
     """
     import tensorflow as tf
 
-    from tf_mgpu.engine import data
+    from tf_mgpu.engine.input import data
     from tf_mgpu.tasks.mnist.data import load
 
     mnist = load(data_dir, manual_dir, train_split, test_split)

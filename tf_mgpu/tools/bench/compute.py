@@ -41,7 +41,7 @@ def step_flops(task: str, data_dir, manual_dir, train_split: str, test_split: st
     """FLOP per example of a forward and backward pass of `task`'s model (see above)."""
     import tensorflow as tf
 
-    from tf_mgpu.engine.steps import compute_loss
+    from tf_mgpu.engine.step.replica_steps import compute_loss
 
     found = task_fit.prepared(task, data_dir, manual_dir, train_split, test_split)
     _, datasets, net, host = found

@@ -5,7 +5,7 @@
 
 Loads the task's data as `tf_mgpu.main` does (for a tf.data split that includes
 its scan), builds the pipeline a single worker trains from
-(a source read by index: `tf_mgpu.engine.stream.train_dataset`; a stream:
+(a source read by index: `tf_mgpu.engine.input.stream.train_dataset`; a stream:
 `stream_shard.worker_steps`; with a one-pipeline, one-replica
 `tf.distribute.InputContext`), takes a few
 batches to warm it up, then takes batches for --seconds (or to the end of two
@@ -26,7 +26,7 @@ def measure(task: str, batch: int, seconds: float, seed: int = 0) -> dict:
     import tensorflow as tf
 
     from tf_mgpu.config import Config
-    from tf_mgpu.engine import stream, stream_shard
+    from tf_mgpu.engine.input import stream, stream_shard
     from tf_mgpu.tasks import adapter
 
     began = time.perf_counter()

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import stream
+from tf_mgpu.engine.input import stream
 from tf_mgpu.tools.bench import baselines
 
 

@@ -248,7 +248,7 @@ def mirroring_pair() -> tuple[list[Variant], Comparison]:
 
 def mirroring_without_xla_pair() -> tuple[list[Variant], Comparison]:
     """The same pair with XLA off on both sides: mirroring's own cost, apart from XLA's
-    advantage on one device (XLA cannot span two devices; see tf_mgpu.engine.loop)."""
+    advantage on one device (XLA cannot span two devices; see tf_mgpu.engine.step.loop)."""
     two = Variant(
         "mirrored_2x64_nojit",
         "1 process, 2 logical CPUs, batch 64 each, --nojit_compile",

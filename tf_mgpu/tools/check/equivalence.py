@@ -16,9 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import data, devices, jit
+from tf_mgpu.engine.distribute import devices
+from tf_mgpu.engine.input import data
+from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.engine.task import Task
-from tf_mgpu.engine.trainer import Trainer
 from tf_mgpu.errors import UserError
 
 

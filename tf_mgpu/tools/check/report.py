@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from tf_mgpu.engine import jit, replicas
+from tf_mgpu.engine.step import jit, replicas
 from tf_mgpu.outputs import report as run_report
 from tf_mgpu.tools.check.equivalence import Side
 

@@ -5,10 +5,11 @@ import dataclasses
 import numpy as np
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine import jit, stream
-from tf_mgpu.engine import replicas as replicas_lib
-from tf_mgpu.engine.data import Data
-from tf_mgpu.engine.state import overridden
+from tf_mgpu.engine.input import stream
+from tf_mgpu.engine.input.data import Data
+from tf_mgpu.engine.state.training_state import overridden
+from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.step import replicas as replicas_lib
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
 from tf_mgpu.tools.check import equivalence, report

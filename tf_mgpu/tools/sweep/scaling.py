@@ -349,9 +349,9 @@ def measure_allreduce(strategy_name: str, *, calls: int, per_call: int):
     import tensorflow as tf
 
     from tf_mgpu.cluster import tf_config
-    from tf_mgpu.engine import devices, strategies
+    from tf_mgpu.engine.distribute import devices, strategies
 
-    task = tf_config.task_from_env()
+    task = tf_config.node_from_env()
     if strategy_name == "mirrored":
         devices.split_cpu(2)
     strategy = strategies.create(strategy_name, task)

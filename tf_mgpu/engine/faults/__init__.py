@@ -1,0 +1,1 @@
+"""Faults: signals that stop a run and the liveness a supervisor reads."""

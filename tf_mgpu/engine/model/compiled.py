@@ -1,0 +1,176 @@
+"""What `model.compile` set, checked against the model's outputs and the labels, and made.
+
+The compiled loss and metrics are Keras's own objects, which the steps run as
+`fit` runs them (`tf_mgpu.engine.step.replica_steps`). This module only says, in one line
+each, what Keras would raise deep in a first step or not at all: a model
+compiled without a loss, labels that do not fit the outputs, losses or metrics
+that name no output, and which sparse labels each output's classes allow.
+"""
+
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tf_mgpu import internals
+from tf_mgpu.engine.model import heads
+from tf_mgpu.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """`sparse_classes`: for a sparse categorical loss, how many classes the model outputs
+    (labels must lie below it); for several outputs a dict from each `heads.Head` with
+    such a loss to its classes; None otherwise."""
+
+    sparse_classes: int | dict | None = None
+    # The metrics compute_loss updates (see `build_compiled`), once built.
+    loss_metrics: frozenset[str] = frozenset()
+
+
+def overrides(model: keras.Model, method: str) -> bool:
+    """Whether the model's class overrides Keras's `method` (train_step, compute_loss...)."""
+    return getattr(type(model), method) is not getattr(keras.Model, method)
+
+
+def is_sparse_categorical(given) -> bool:
+    if isinstance(given, str):
+        return given.lower() in ("sparse_categorical_crossentropy", "scce")
+    if isinstance(given, keras.losses.SparseCategoricalCrossentropy):
+        return True
+    return given is keras.losses.sparse_categorical_crossentropy
+
+
+def check_compiled(model: keras.Model, y, y_pred, where: str) -> Compiled:
+    """Checks what `model.compile` set against `y`, the labels of a few examples, and
+    `y_pred`, the model's outputs on them. `where` names the task in the errors."""
+    if not getattr(model, "compiled", False) or model.loss is None:
+        raise UserError(
+            f"{where}: build_model() returned a model that is not compiled with a loss; "
+            f"call model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
+        )
+    user_metrics, user_weighted = internals.compiled_metrics(model)
+    found = heads.of_model(model, y, y_pred, where)
+    if found is not None:
+        return _several(model, found, y, y_pred, (user_metrics, user_weighted), where)
+    if isinstance(model.loss, (list, tuple, dict)):
+        raise UserError(
+            f"{where}: the model is compiled with several losses but has one output; "
+            f"compile it with one loss"
+        )
+    _one_weight(internals.compiled_loss_weights(model), where)
+    _flat(user_metrics, "metrics")
+    _flat(user_weighted, "weighted_metrics")
+    shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
+    sparse = is_sparse_categorical(model.loss) and shape
+    _check_reduction([model.loss], where)
+    _check_per_example(model.loss, y, y_pred, where)
+    return Compiled(sparse_classes=shape[-1] if sparse else None)
+
+
+def _several(model: keras.Model, found: tuple, y, y_pred, user: tuple, where: str) -> Compiled:
+    """The checks of a model with several outputs, `found` (see `heads.of_model`)."""
+    losses = heads.spread(model.loss, found, "loss", where)
+    weights = internals.compiled_loss_weights(model)
+    if weights is not None:
+        heads.spread(weights, found, "loss_weights", where)
+    for what, given in zip(("metrics", "weighted_metrics"), user, strict=True):
+        if given:
+            heads.spread(given, found, what, where, some=True)
+    sparse = {}
+    for head, given in zip(found, losses, strict=True):
+        if given is None:
+            raise UserError(
+                f"{where}: compile's loss gives output {head.name!r} no loss; tf_mgpu trains "
+                f"every output with a loss: give it one, or build the model without it"
+            )
+        if is_sparse_categorical(given):
+            sparse[head] = head.of(y_pred).shape[-1]
+        _check_per_example(given, head.of(y), head.of(y_pred), where)
+    _check_reduction(losses, where)
+    return Compiled(sparse_classes=sparse or None)
+
+
+def _reduction(given) -> str:
+    """A compiled loss's reduction: a Loss object's own, else Keras's default."""
+    loss = keras.losses.get(given) if isinstance(given, dict) else given
+    if isinstance(loss, keras.losses.Loss):
+        return str(loss.reduction).lower()
+    return "sum_over_batch_size"  # a name or a function, which Keras wraps with it
+
+
+def _check_reduction(losses: list, where: str) -> None:
+    """Keras's reductions are exact over replicas (a mean over the share is divided by
+    the replicas, a sum is not), but for a mean over each share's own sample weights,
+    which no scaling makes the global batch's: one line, on several replicas."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    found = {_reduction(loss) for loss in losses if loss is not None}
+    if "mean_with_sample_weight" in found and replicas > 1:
+        raise UserError(
+            f"{where}: the loss's reduction 'mean_with_sample_weight' divides each "
+            f"replica's share by its own sample weights, which {replicas} replicas cannot "
+            f"make the global batch's; use the default reduction (sum_over_batch_size)"
+        )
+
+
+def _check_per_example(given, y, y_pred, where: str) -> None:
+    """A loss must give one value per example. Keras divides a mean over the replica's
+    share by the replicas, but a loss that already returns one value per batch (a mean
+    taken in the function) is used as it is, so N replicas would step N times as far."""
+    loss = keras.losses.get(given) if isinstance(given, (str, dict)) else given
+    fn = loss.call if isinstance(loss, keras.losses.Loss) else loss  # a function (y, y_pred)
+    y_pred = tf.convert_to_tensor(y_pred)
+    dtype = y_pred.dtype if y_pred.dtype.is_floating else tf.float32
+    # Labels of zeros, valid for any loss: these calls only check the shapes.
+    y, y_pred = tf.zeros(np.shape(y), dtype), tf.cast(y_pred, dtype)
+    # Labels (N,) against outputs (N, 1) made the same rank, as Keras's wrapper does.
+    if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
+        y = tf.expand_dims(y, -1)
+    if fn(y, y_pred).shape.rank == 0:
+        raise UserError(
+            f"{where}: the compiled loss returns one value per batch, not one per "
+            f"example; return the per-example values (no mean over the batch): Keras "
+            f"divides a mean over each replica's share among the replicas, which "
+            f"makes N replicas train as one device"
+        )
+
+
+def _one_weight(given, where: str) -> None:
+    """The loss weight of a model with one output: a number, or one in a list or dict."""
+    if isinstance(given, (list, tuple, dict)):
+        values = list(given.values()) if isinstance(given, dict) else list(given)
+        if len(values) != 1:
+            raise UserError(
+                f"{where}: compile's loss_weights holds {len(values)} weights, but the model "
+                f"has one output; give one weight"
+            )
+
+
+def _flat(metrics, what: str) -> None:
+    """Metrics per output, given for a model with one output, are refused in one line."""
+    if isinstance(metrics, dict) or (
+        isinstance(metrics, (list, tuple)) and any(isinstance(m, (list, dict)) for m in metrics)
+    ):
+        raise UserError(
+            f"{what} per output are given for a model with one output; pass {what}=[...] "
+            f"as a flat list"
+        )
+
+
+def build_compiled(model: keras.Model, x, y, y_pred) -> frozenset[str]:
+    """Makes the compiled loss and metrics (their state included) on a few examples, in
+    the strategy's scope before the first step, as `fit` makes them; then empties them.
+
+    Returns the names of the metrics that `compute_loss` itself updates (each output's
+    loss of a model with several), found by what that call changed: Keras weights
+    each update of those by the batch's static size (see `metrics.ModelMetrics`)."""
+    model.compute_loss(x=x, y=y, y_pred=y_pred)
+    model.compute_metrics(x, y, y_pred)
+    model.reset_metrics()
+    model.compute_loss(x=x, y=y, y_pred=y_pred)
+    found = frozenset(
+        m.name for m in model.metrics if any(np.any(v.numpy() != 0) for v in m.variables)
+    )
+    model.reset_metrics()
+    return found

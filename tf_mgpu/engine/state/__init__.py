@@ -1,0 +1,1 @@
+"""The training state built in the strategy's scope, and its checkpoints."""

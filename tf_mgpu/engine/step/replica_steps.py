@@ -1,0 +1,208 @@
+"""Per-replica steps of any task: training (the engine's, or the model's own) and evaluation.
+
+The loss and metrics are the model's own Keras objects, run as `fit` runs them
+under a strategy: `model.compute_loss` (the compiled loss with its weights and
+outputs, and the regularization losses) divides each replica's mean by the
+number of replicas, so the replicas' gradients sum to the gradient of the mean
+over the global batch, whose shares are equal; `model.compute_metrics` updates
+the compiled metrics. The engine keeps what `fit` lacks: the gradient applied
+once over every replica (clipping, loss scaling), micro-batches, each
+replica's random streams, and evaluation of a padded last batch. What the steps
+change is `tf_mgpu.engine.state.training_state.TrainState`.
+"""
+
+import functools
+import inspect
+
+import keras
+import tensorflow as tf
+
+from tf_mgpu.engine.input import data
+from tf_mgpu.engine.model import metrics
+from tf_mgpu.engine.state.training_state import (
+    TrainState,
+    evaluates_own_step,
+    replica_random_streams,
+)
+
+
+def _examples(y) -> tf.Tensor:
+    return tf.shape(tf.nest.flatten(y)[0])[0]
+
+
+def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tensor:
+    """The model's `compute_loss` (Keras's, or the model's own), with `training` where it
+    takes it (a compute_loss written before Keras 3.3 does not), as `fit` calls it.
+    Under a strategy it is already divided by the number of replicas."""
+    if "training" in inspect.signature(model.compute_loss).parameters:
+        return model.compute_loss(x, y, y_pred, w, training=training)
+    return model.compute_loss(x, y, y_pred, w)
+
+
+def reported(loss: tf.Tensor) -> tf.Tensor:
+    """A replica's `compute_loss` as the mean over its share that one device reports.
+
+    Keras divides a mean over the share by the replicas, and leaves a sum over it
+    (reduction "sum") as it is: either way the replicas' losses add up to the global
+    batch's, so each share stands for its examples' part times the replicas. A loss
+    of one value per example (reduction None) is their mean.
+    """
+    if loss.shape.rank:
+        return tf.reduce_mean(loss)
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    return loss * replicas
+
+
+def _gradients(state: TrainState, accumulation_steps: int, x, y, w=None):
+    """This replica's share of the gradient of the mean loss over the global batch (of
+    `accumulation_steps` micro-batches), and whether its loss was finite."""
+    model = state.model
+    with tf.GradientTape() as tape, replica_random_streams(state):
+        y_pred = model(x, training=True)
+        loss = compute_loss(model, x, y, y_pred, w, training=True)
+        # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
+        # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
+        scaled = state.optimizer.scale_loss(loss / accumulation_steps)
+    state.train_sums.add(reported(loss), _examples(y))
+    state.train_sums.measure(x, y, y_pred, w)
+    finite = tf.reduce_all(tf.math.is_finite(loss))
+    return tape.gradient(scaled, model.trainable_variables), finite
+
+
+def replica_train_step(state: TrainState, x, y, w=None, accumulation_steps: int = 1) -> tf.Tensor:
+    """One optimizer step on one replica's share of a global batch.
+
+    The optimizer sums gradients over replicas, so every replica applies the
+    gradient of the mean loss over the whole global batch.
+
+    With `accumulation_steps` K > 1 the share arrives as K micro-batches
+    (consecutive runs of `len(y) / K` examples): their gradients are summed
+    here, one at a time, so only one micro-batch's activations live at once,
+    and the optimizer all-reduces and applies once per step.
+
+    Returns whether this replica's loss was finite.
+    """
+    variables = state.model.trainable_variables
+    gradients = functools.partial(_gradients, state, accumulation_steps)
+    if accumulation_steps == 1:
+        grads, finite = gradients(x, y, w)
+    else:
+        micro = tf.nest.flatten(y)[0].shape[0] // accumulation_steps
+
+        def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
+            rows = j * micro + tf.range(micro)
+            w_rows = None if w is None else tf.gather(w, rows)
+            more, more_finite = gradients(data.gather(x, rows), data.gather(y, rows), w_rows)
+            return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
+
+        _, grads, finite = tf.while_loop(
+            lambda j, *_: j < accumulation_steps,
+            add,
+            (tf.constant(0), [tf.zeros_like(v) for v in variables], tf.constant(True)),
+        )
+    if _reduces_first(state.optimizer):
+        grads = _global_on_first_replica(grads)
+    state.optimizer.apply_gradients(zip(grads, variables, strict=True))
+    if state.steps is not None:
+        state.steps.assign_add(1)
+    return finite
+
+
+def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
+    """One step of the model's own `train_step` on one replica's share of a global batch.
+
+    Keras's `fit` runs the same call inside `strategy.run`: the step decides how
+    its loss is reduced (Keras's `compute_loss` divides the compiled loss by the
+    replica count) and applies the optimizer, which sums the replicas' gradients.
+    Returns whether the loss it reports is finite (True if it reports none).
+    """
+    with replica_random_streams(state):
+        logs = state.model.train_step((x, y) if w is None else (x, y, w))
+    state.train_sums.count(_examples(y))
+    state.train_sums.keep()
+    state.steps.assign_add(1)
+    loss = logs.get("loss") if isinstance(logs, dict) else None
+    if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
+        return tf.constant(True)
+    return tf.reduce_all(tf.math.is_finite(tf.cast(loss, tf.float32)))
+
+
+def _reduces_first(optimizer) -> bool:
+    """Whether the optimizer must see the global batch's gradient, not this replica's share.
+
+    Keras's optimizer clips each replica's share before it sums them, and a
+    LossScaleOptimizer decides to skip a step from the first local replica's
+    share: neither is what one device does (nor, for the skip, agreed between
+    workers). Given the global gradient, both act as on one device.
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return False
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    clips = inner.clipnorm or inner.global_clipnorm or inner.clipvalue
+    return bool(clips) or inner is not optimizer
+
+
+def _global_on_first_replica(grads: list) -> list:
+    """The global gradient on replica 0 and `g * 0` on the others, so that the optimizer,
+    which sums what every replica hands it, applies exactly the global gradient
+    (`g + 0 + ... + 0 == g`), clips and checks it where replica 0 holds all of it, and
+    every replica sees a non-finite gradient as non-finite (`inf * 0` is NaN)."""
+    context = tf.distribute.get_replica_context()
+    dense = [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices of an embedding too
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, dense)
+    first = tf.equal(context.replica_id_in_sync_group, 0)
+    return [g * tf.cast(first, g.dtype) for g in total]
+
+
+def replica_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
+    """Measures this replica's share of an evaluation batch into `sums`, as Keras's
+    `evaluate` measures a batch: the compiled loss (with the sample weights `w`, if
+    any, and the regularization losses) and the compiled metrics. `weights` is 0 for
+    padding, which counts for nothing.
+
+    The loss sees the whole share, padding weighted 0, so that every shape stays
+    static (Keras weights each output's loss by the share's static size); the
+    metrics see only the real examples."""
+    y_pred = model(x, training=False)
+    padding = tf.cast(weights, tf.float64)
+    weighted = weights if w is None else tf.cast(weights, w.dtype) * w
+    loss = tf.cast(
+        reported(compute_loss(model, x, y, y_pred, weighted, training=False)), tf.float64
+    )
+    # `loss` is the mean over the share, padding counted, plus the regularization once:
+    # the sum over its real examples counts that once per real example, as Keras does.
+    regularization = tf.cast(tf.add_n(model.losses), tf.float64) if model.losses else 0.0
+    padded, real = tf.cast(_examples(y), tf.float64), tf.reduce_sum(padding)
+    sums.add_total((loss - regularization) * padded + regularization * real, real, padded)
+    sums.measure(x, y, y_pred, w, real=weights > 0)
+
+
+def replica_own_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
+    """The model's own `test_step` on this replica's real examples (padding, weight 0,
+    dropped), as Keras's `evaluate` runs it under a strategy: the model's metrics and
+    its loss tracker sum over replicas when read. A replica whose share is all padding
+    runs nothing."""
+    real = weights > 0
+
+    def kept(a):
+        return tf.boolean_mask(a, real)
+
+    x, y = tf.nest.map_structure(kept, x), tf.nest.map_structure(kept, y)
+    batch = (x, y) if w is None else (x, y, kept(w))
+    count = _examples(y)
+    tf.cond(count > 0, lambda: _test_step(model, batch), tf.no_op)
+    sums.count(count)
+
+
+def _test_step(model: keras.Model, batch) -> tf.Operation:
+    model.test_step(batch)
+    return tf.no_op()
+
+
+def eval_step(model: keras.Model, sums: metrics.ModelMetrics):
+    """The evaluation step of `model`: its own `test_step` if its class overrides it (or
+    `compute_loss`), else the compiled loss and metrics."""
+    step = replica_own_eval_step if evaluates_own_step(model) else replica_eval_step
+    return functools.partial(step, model, sums)
