@@ -267,7 +267,9 @@ def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_confi
     assert expected in errors_printed[0], errors_printed
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines()]
     assert "tensorflow" not in imported, "TensorFlow was imported before the error"
-    assert "tf_mgpu.cluster.preflight" in imported, "the import trace is not what this test expects"
+    assert "tf_mgpu.cluster.startup_checks" in imported, (
+        "the import trace is not what this test expects"
+    )
 
 
 def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:

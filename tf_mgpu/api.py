@@ -3,7 +3,7 @@
 import dataclasses
 
 from tf_mgpu import compile_cache, tasks
-from tf_mgpu.cluster import elastic, preflight, tf_config
+from tf_mgpu.cluster import elastic, startup_checks, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import preflight as mnist_preflight
@@ -26,10 +26,10 @@ def check_before_tensorflow(config: Config, node: tf_config.Node, named: bool = 
     the --task name (when `named`), and last, since offline it may wait 5 s for the
     network, that MNIST can be had for a built-in task.
     """
-    preflight.strategy(config.strategy, node, config.num_cpu_devices)
+    startup_checks.strategy(config.strategy, node, config.num_cpu_devices)
     elastic.per_replica_batch(config.batch_size, config.batch_workers, node.num_workers)
     if node.is_chief:
-        preflight.model_dir(config.model_dir)
+        startup_checks.model_dir(config.model_dir)
     if named:
         tasks.check(config.task)
         if tasks.uses_mnist(config.task):

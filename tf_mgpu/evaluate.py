@@ -70,7 +70,7 @@ def evaluate() -> str:
     """Evaluates --model as the flags say; returns the line to print, or '' off the chief."""
     tasks.check(_TASK.value)
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
-    from tf_mgpu.cluster import preflight, tf_config
+    from tf_mgpu.cluster import startup_checks, tf_config
     from tf_mgpu.engine.distribute import devices, strategies
     from tf_mgpu.engine.input import stream
     from tf_mgpu.outputs import report
@@ -78,7 +78,7 @@ def evaluate() -> str:
 
     node = tf_config.node_from_env()
     # Inputs are checked before joining a cluster, where peers would wait for us.
-    preflight.strategy(_STRATEGY.value, node, _NUM_CPU_DEVICES.value)
+    startup_checks.strategy(_STRATEGY.value, node, _NUM_CPU_DEVICES.value)
     work = adapter.load(_TASK.value)
     model = _locate(work)
     devices.grow_gpu_memory(True)

@@ -2,7 +2,7 @@
 
   eval "$(python -m tf_mgpu.kubernetes)" && exec python your_trainer.py
 
-The command only: `tf_mgpu.cluster.kubernetes` derives TF_CONFIG from
+The command only: `tf_mgpu.cluster.kubernetes_env` derives TF_CONFIG from
 JOB_COMPLETION_INDEX and the TF_MGPU_* variables the manifest sets
 (`python -m tf_mgpu.main --cluster_resolver=kubernetes` does the same).
 """
@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import kubernetes
+from tf_mgpu.cluster import kubernetes_env
 from tf_mgpu.errors import UserError
 
 
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     )
     parser.parse_args(argv)
     try:
-        value = kubernetes.tf_config()
+        value = kubernetes_env.tf_config()
     except UserError as e:
         print(errors.line(e), file=sys.stderr, flush=True)
         return e.exit_code

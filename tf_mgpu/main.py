@@ -22,7 +22,7 @@ import sys
 from absl import app, flags
 
 from tf_mgpu import api, cli, compile_cache, tasks, timing
-from tf_mgpu.cluster import kubernetes, slurm, supervisor, tf_config
+from tf_mgpu.cluster import kubernetes_env, slurm_env, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine.faults import stopping
 from tf_mgpu.engine.step import pace
@@ -109,9 +109,9 @@ def _run(config: Config) -> None:
     if _CLUSTER_RESOLVER.value == "slurm" and not supervisor.is_child():
         # TF_CONFIG (and, on GPU nodes, CUDA_VISIBLE_DEVICES) for this process and the
         # trainer child it starts; neither reads a Slurm variable afterwards.
-        os.environ.update(slurm.environment(port_base=_SLURM_PORT_BASE.value))
+        os.environ.update(slurm_env.environment(port_base=_SLURM_PORT_BASE.value))
     if _CLUSTER_RESOLVER.value == "kubernetes" and not supervisor.is_child():
-        os.environ["TF_CONFIG"] = kubernetes.tf_config()  # pure Python: no TensorFlow yet
+        os.environ["TF_CONFIG"] = kubernetes_env.tf_config()  # pure Python: no TensorFlow yet
     node = tf_config.node_from_env()
     api.check_before_tensorflow(config, node)  # a typo costs under a second
     if node.num_workers > 1 and not supervisor.is_child():

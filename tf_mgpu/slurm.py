@@ -3,7 +3,7 @@
   srun bash -c 'eval "$(python -m tf_mgpu.slurm)" && exec python your_trainer.py'
 
 The command only: TensorFlow's SlurmClusterResolver does the work, in
-`tf_mgpu.cluster.slurm` (which also runs this command in a subprocess for
+`tf_mgpu.cluster.slurm_env` (which also runs this command in a subprocess for
 `python -m tf_mgpu.main --cluster_resolver=slurm`).
 """
 
@@ -13,7 +13,7 @@ import shlex
 import sys
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import slurm
+from tf_mgpu.cluster import slurm_env
 from tf_mgpu.errors import UserError
 
 
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's start-up lines
     try:
-        variables = slurm.resolve(args.slurm_port_base)
+        variables = slurm_env.resolve(args.slurm_port_base)
     except UserError as e:
         print(errors.line(e), file=sys.stderr, flush=True)
         return e.exit_code

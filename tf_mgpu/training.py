@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu import failures, timing
-from tf_mgpu.cluster import elastic, preflight, supervisor, tf_config
+from tf_mgpu.cluster import elastic, startup_checks, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine.control import actions, callbacks, controller, finalize
 from tf_mgpu.engine.distribute import agreement, collectives, devices, strategies
@@ -101,7 +101,7 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
     # Inputs are checked before joining the cluster: a task that failed later
     # would leave its peers waiting for it.
     outputs.check()
-    preflight.strategy(config.strategy, node, config.num_cpu_devices)
+    startup_checks.strategy(config.strategy, node, config.num_cpu_devices)
     stated_batch = config.batch_size
     config = _batch_for(config, node)
     with clock.phase("build"):

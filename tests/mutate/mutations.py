@@ -189,7 +189,7 @@ MUTATIONS = (
     Mutation(
         behaviour="user errors that need no TensorFlow come before it loads",
         what="the preflight imports TensorFlow",
-        path="tf_mgpu/cluster/preflight.py",
+        path="tf_mgpu/cluster/startup_checks.py",
         old="import os\n",
         new="import os\n\nimport tensorflow  # noqa: F401\n",
         tests=(

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu import strict_json
-from tf_mgpu.cluster import preflight
+from tf_mgpu.cluster import startup_checks
 from tf_mgpu.config import Config
 from tf_mgpu.engine.distribute import strategies
 from tf_mgpu.engine.input import stream
@@ -211,7 +211,7 @@ class Outputs:
 
     def check(self) -> None:
         """Creates `model_dir` and checks it is writable, before any work starts."""
-        preflight.model_dir(self.model_dir)
+        startup_checks.model_dir(self.model_dir)
 
     def has_outputs(self) -> bool:
         return self.model_dir is not None and any(

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tests import support
-from tf_mgpu.cluster import preflight as cluster_preflight
+from tf_mgpu.cluster import startup_checks as cluster_preflight
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import preflight
@@ -14,7 +14,7 @@ from tf_mgpu.tasks.mnist import preflight
 
 def test_preflight_and_main_import_no_tensorflow():
     code = (
-        "import sys, tf_mgpu.main, tf_mgpu.cluster.preflight, tf_mgpu.tasks.mnist.preflight; "
+        "import sys, tf_mgpu.main, tf_mgpu.cluster.startup_checks, tf_mgpu.tasks.mnist.preflight; "
         "print('tensorflow' in sys.modules)"
     )
     done = subprocess.run(

@@ -2,13 +2,13 @@
 
 import tensorflow as tf
 
-from tf_mgpu.cluster import preflight, tf_config
+from tf_mgpu.cluster import startup_checks, tf_config
 from tf_mgpu.engine.distribute import devices
 
 
 def resolve(name: str, node: tf_config.Node, num_cpu_devices: int = 1) -> str:
-    """The strategy to build for `name` in this cluster; see `cluster.preflight.strategy`."""
-    return preflight.strategy(name, node, num_cpu_devices)
+    """The strategy to build for `name` in this cluster; see `cluster.startup_checks.strategy`."""
+    return startup_checks.strategy(name, node, num_cpu_devices)
 
 
 def name_of(strategy: tf.distribute.Strategy) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from tests import slurm_cluster, support
 from tf_mgpu import errors
-from tf_mgpu.cluster import local, slurm
+from tf_mgpu.cluster import local, slurm_env
 from tf_mgpu.errors import UserError
 
 pytestmark = pytest.mark.cluster
@@ -130,7 +130,7 @@ def test_main_outside_a_slurm_step_is_one_line(tmp_path):
 
 def test_tf_config_outside_a_slurm_step_names_the_variables_and_srun():
     with pytest.raises(UserError) as raised:
-        slurm.tf_config(port_base=8888, environ={"SLURM_PROCID": "0"})
+        slurm_env.tf_config(port_base=8888, environ={"SLURM_PROCID": "0"})
     message = str(raised.value)
     assert "\n" not in message, message
     assert "SLURM_STEP_NODELIST" in message, message
@@ -158,7 +158,7 @@ def step(monkeypatch, procid: int, node: str, localid: int, **more: str) -> None
 def test_two_cpu_nodes_make_four_workers_on_consecutive_ports(monkeypatch):
     base = free_port_base(2)
     step(monkeypatch, procid=3, node="n2", localid=1)
-    variables = slurm.resolve(base)
+    variables = slurm_env.resolve(base)
     ports = (base, base + 1)
     assert json.loads(variables["TF_CONFIG"]) == {
         "cluster": {"worker": [f"n{n}:{p}" for n in (1, 2) for p in ports]},
@@ -170,13 +170,13 @@ def test_two_cpu_nodes_make_four_workers_on_consecutive_ports(monkeypatch):
 
 def test_gpus_slurm_gave_the_node_are_split_among_its_tasks(monkeypatch):
     step(monkeypatch, procid=1, node="n1", localid=1, CUDA_VISIBLE_DEVICES="2,3,6,7")
-    variables = slurm.resolve(free_port_base(2))
+    variables = slurm_env.resolve(free_port_base(2))
     assert variables["CUDA_VISIBLE_DEVICES"] == "6,7", variables
 
 
 def test_fewer_gpus_than_tasks_are_left_as_slurm_bound_them(monkeypatch):
     step(monkeypatch, procid=1, node="n1", localid=1, CUDA_VISIBLE_DEVICES="5")
-    variables = slurm.resolve(free_port_base(2))
+    variables = slurm_env.resolve(free_port_base(2))
     assert "CUDA_VISIBLE_DEVICES" not in variables, variables
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "5"
 
@@ -187,18 +187,18 @@ def test_fewer_gpus_than_tasks_are_left_as_slurm_bound_them(monkeypatch):
     ids=["empty", "minus_one", "slurm_none", "two", "stops_at_invalid"],
 )
 def test_visible_gpus_reads_cuda_visible_devices_as_cuda_does(value, gpus):
-    assert slurm.visible_gpus({"CUDA_VISIBLE_DEVICES": value}) == gpus
+    assert slurm_env.visible_gpus({"CUDA_VISIBLE_DEVICES": value}) == gpus
 
 
 def test_visible_gpus_without_nvidia_smi_is_none():
-    assert slurm.visible_gpus({"PATH": "/nonexistent"}) == []
+    assert slurm_env.visible_gpus({"PATH": "/nonexistent"}) == []
 
 
 def test_cyclic_distribution_is_refused_in_one_line(monkeypatch):
     # srun --distribution=cyclic puts task 1 on n2, where the resolver's n1 address is wrong.
     step(monkeypatch, procid=1, node="n2", localid=0)
     with pytest.raises(UserError, match="--distribution=block") as raised:
-        slurm.resolve(free_port_base(2))
+        slurm_env.resolve(free_port_base(2))
     assert "\n" not in str(raised.value)
 
 
@@ -209,5 +209,5 @@ def test_a_taken_port_is_named_with_the_flag_to_change(monkeypatch):
         port = taken.getsockname()[1]
         step(monkeypatch, procid=0, node="n1", localid=0)
         with pytest.raises(UserError, match=f"port {port} on n1 is taken") as raised:
-            slurm.resolve(port)
+            slurm_env.resolve(port)
     assert "--slurm_port_base" in str(raised.value)

@@ -13,7 +13,7 @@ import pytest
 
 from tests import support
 from tf_mgpu import errors
-from tf_mgpu.cluster import kubernetes, tf_config
+from tf_mgpu.cluster import kubernetes_env, tf_config
 from tf_mgpu.errors import UserError
 
 pytestmark = pytest.mark.cluster
@@ -33,7 +33,7 @@ def pod(index: int, workers: int, **more: str) -> dict[str, str]:
 
 
 def render(workers: int, **more: str) -> list[dict]:
-    return [kubernetes.spec(pod(i, workers, **more)) for i in range(workers)]
+    return [kubernetes_env.spec(pod(i, workers, **more)) for i in range(workers)]
 
 
 @pytest.mark.parametrize("workers", [1, 2, 5])
@@ -53,7 +53,7 @@ def test_port_and_job_name_from_the_manifest_win():
 
 
 def test_the_tf_config_is_json_that_the_tf_config_reader_accepts():
-    task = tf_config.node_from_env({"TF_CONFIG": kubernetes.tf_config(pod(1, 3))})
+    task = tf_config.node_from_env({"TF_CONFIG": kubernetes_env.tf_config(pod(1, 3))})
     assert (str(task), task.num_workers, task.is_chief) == ("worker:1", 3, False), task
 
 
@@ -82,7 +82,7 @@ def test_what_is_missing_is_one_line_naming_it(drop, change, expected):
     environ = {**pod(1, 2), **change}
     environ.pop(drop, None)
     with pytest.raises(UserError, match=re.escape(expected)) as raised:
-        kubernetes.spec(environ)
+        kubernetes_env.spec(environ)
     assert "\n" not in str(raised.value), raised.value
 
 
