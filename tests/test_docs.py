@@ -213,8 +213,9 @@ def python_blocks(text: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_every_fenced_python_block_parses(page):
-    """A ```python block is Python a reader can paste: it parses (running them would need
-    TensorFlow, a model dir or a cluster each; the commands they name are checked above)."""
+    """A ```python block is Python a reader can paste: it parses (running the fragments would
+    need TensorFlow, a model dir or a cluster each; a whole task file is an example the tests
+    train, below; the commands they name are checked above)."""
     for block in python_blocks(page.read_text()):
         try:
             ast.parse(block)
@@ -222,3 +223,31 @@ def test_every_fenced_python_block_parses(page):
             pytest.fail(
                 f"{page.name}: a python block does not parse ({e.msg}, line {e.lineno}):\n{block}"
             )
+
+
+def _code(source: str) -> str:
+    """A module's code without its docstring and blank lines."""
+    tree = ast.parse(source)
+    if (
+        tree.body
+        and isinstance(tree.body[0], ast.Expr)
+        and isinstance(tree.body[0].value, ast.Constant)
+    ):
+        source = "\n".join(source.splitlines()[tree.body[0].end_lineno :])
+    return "\n".join(line for line in source.splitlines() if line.strip())
+
+
+def test_a_whole_task_file_in_the_docs_is_an_example_the_tests_run():
+    """A ```python block that is a whole task (build_model and load_data) is the code of a
+    file in examples/, which the tests train (tests/tasks/test_user_task.py): what a reader
+    copies runs."""
+    examples = {path.name: _code(path.read_text()) for path in (ROOT / "examples").glob("*.py")}
+    whole = [
+        (page.name, block)
+        for page in PAGES
+        for block in python_blocks(page.read_text())
+        if "def build_model" in block and "def load_data" in block and "import" in block
+    ]
+    assert whole, "docs/tasks.md shows a whole task file"
+    for name, block in whole:
+        assert _code(block) in examples.values(), f"{name}: this task is not any examples/ file"
