@@ -9,6 +9,17 @@ from tests.mutate.runner import Mutation
 
 MUTATIONS = (
     Mutation(
+        behaviour="each replica trains on its own share of the global batch",
+        what="every replica reads the first run of the step's batch",
+        path="tf_mgpu/engine/input/share.py",
+        old="    start = step * global_batch + replica * per_replica\n",
+        new="    start = step * global_batch + 0 * replica * per_replica\n",
+        tests=(
+            "tests/engine/input/test_share.py::test_every_pipelines_replicas_tile_each_global_batch_once_in_order",
+            "tests/test_training_tasks.py::test_two_replicas_train_like_one_device_in_float64[mnist_mlp]",
+        ),
+    ),
+    Mutation(
         behaviour="workers agree on the weights (sha256 all-reduce)",
         what="a difference never raises",
         path="tf_mgpu/engine/distribute/collectives.py",

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data, source
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.errors import UserError
 
 
@@ -128,19 +129,16 @@ class ArraySource(source.Source):
         step `first_step` of the first: replica r (over every worker) of step k takes the
         r-th run of its per-replica batch in `epoch_order[k * B:(k + 1) * B]`. Nothing
         before `first_step` is read."""
-        per_replica = context.get_per_replica_batch_size(global_batch)
-        here = context.num_replicas_in_sync // context.num_input_pipelines
+        share = Share.of(context, global_batch)
+        here = share.here
         steps = data.steps_per_epoch(self.length, global_batch)
-        first_replica = context.input_pipeline_id * here
         n = self.length
 
         def epoch_batches(epoch: tf.Tensor) -> tf.data.Dataset:
             order = data.epoch_order(n, seed, epoch)  # once per epoch
 
             def indices(t: tf.Tensor) -> tf.Tensor:
-                replica = first_replica + t % here
-                start = (t // here) * global_batch + replica * per_replica
-                return tf.gather(order, start + tf.range(per_replica, dtype=tf.int64))
+                return tf.gather(order, share.positions(t))
 
             start = tf.where(epoch == first_epoch, tf.constant(first_step * here, tf.int64), 0)
             return tf.data.Dataset.range(start, steps * here).map(indices)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.errors import UserError
 
 
@@ -187,11 +188,10 @@ def per_replica_batches(
     The pipeline's replicas take consecutive batches, so skipping `first_step` steps
     skips that many batches per local replica.
     """
-    per_replica = context.get_per_replica_batch_size(global_batch)
-    replicas_here = context.num_replicas_in_sync // context.num_input_pipelines
+    share = Share.of(context, global_batch)
     return (
-        examples.batch(per_replica, drop_remainder=True)
-        .skip(first_step * replicas_here)
+        examples.batch(share.per_replica, drop_remainder=True)
+        .skip(first_step * share.here)
         .map(to_batch)
         .prefetch(tf.data.AUTOTUNE)
     )

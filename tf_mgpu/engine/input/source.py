@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.errors import UserError
 
 
@@ -165,19 +166,15 @@ class Source:
     ) -> tf.data.Dataset:
         """This pipeline's per-replica batches, epochs `first_epoch` to `epochs - 1`, from
         step `first_step` of the first: each a run of positions of the epoch's permutation."""
-        per_replica = context.get_per_replica_batch_size(global_batch)
-        here = context.num_replicas_in_sync // context.num_input_pipelines
+        share = Share.of(context, global_batch)
+        here = share.here
         steps = data.steps_per_epoch(self.length, global_batch)
-        first_replica = context.input_pipeline_id * here
         n = self.length
 
         def indices(t: tf.Tensor) -> tf.Tensor:
             epoch, rest = t // (steps * here), t % (steps * here)
-            replica = first_replica + rest % here
-            positions = (rest // here) * global_batch + replica * per_replica
-            positions += tf.range(per_replica, dtype=tf.int64)
             key = tf.stack([tf.constant(seed, tf.int64), epoch])
-            return tf.random.experimental.index_shuffle(positions, key, n - 1)
+            return tf.random.experimental.index_shuffle(share.positions(rest), key, n - 1)
 
         start = (first_epoch * steps + first_step) * here
         return self._pipeline(
@@ -194,23 +191,16 @@ class Source:
         """Endless passes of this pipeline's per-replica (x, y, weights[, w]) batches in
         index order, padded to whole global batches with weight-0 copies of the last
         example; each pass covers every example once over the cluster."""
-        per_replica = context.get_per_replica_batch_size(global_batch)
-        here = context.num_replicas_in_sync // context.num_input_pipelines
-        first_replica = context.input_pipeline_id * here
+        share = Share.of(context, global_batch)
         steps = data.eval_steps(self.length, global_batch)
         n = self.length
-
-        def positions(t: tf.Tensor) -> tf.Tensor:
-            replica = first_replica + t % here
-            start = (t // here) * global_batch + replica * per_replica
-            return start + tf.range(per_replica, dtype=tf.int64)
 
         def with_weights(p: tf.Tensor, *batch):
             weights = tf.cast(p < n, tf.float32)
             return (preprocess(batch[0]), batch[1], weights, *batch[2:])
 
         return self._pipeline(
-            tf.data.Dataset.range(steps * here).repeat().map(positions),
+            tf.data.Dataset.range(steps * share.here).repeat().map(share.positions),
             with_weights,
             keep_positions=True,
             last=n - 1,

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from tf_mgpu import internals
 from tf_mgpu.engine.input import data
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.engine.input.stream import SHUFFLE_BUFFER, Stream, epoch_seed
 
 
@@ -36,8 +37,8 @@ def worker_steps(
     start each epoch (again from its start if its files run short); the example
     order then differs from one device's.
     """
-    per_replica = context.get_per_replica_batch_size(global_batch)
-    here = context.num_replicas_in_sync // context.num_input_pipelines
+    share = Share.of(context, global_batch)
+    per_replica, here = share.per_replica, share.here
     steps = data.steps_per_epoch(len(split), global_batch)
     buffer = SHUFFLE_BUFFER
     if shard == "file":

@@ -27,7 +27,7 @@ the same loop without XLA. On GPUs, each replica's step is compiled
 import tensorflow as tf
 
 from tf_mgpu.engine.distribute import strategies
-from tf_mgpu.engine.input import data
+from tf_mgpu.engine.input import data, share
 
 
 def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: str) -> str:
@@ -73,8 +73,7 @@ def _replica_rows(step: tf.Tensor, global_batch: int, per_replica: int) -> tf.Te
     it once.
     """
     replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-    start = step * global_batch + tf.cast(replica, tf.int64) * per_replica
-    return start + tf.range(per_replica, dtype=tf.int64)
+    return share.rows(step, tf.cast(replica, tf.int64), global_batch, per_replica)
 
 
 def repeat_steps(count: tf.Tensor, body, initial: tf.Tensor) -> tf.Tensor:

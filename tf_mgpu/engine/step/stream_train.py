@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from tf_mgpu.engine.distribute import strategies
 from tf_mgpu.engine.input import stream_checks, stream_shard
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.engine.step import loop
 
 
@@ -47,9 +48,8 @@ def for_split(
             split, global_batch, seed, epoch, context, shard=shard, preprocess=preprocess
         )
 
-    here = context.num_replicas_in_sync // context.num_input_pipelines
-    layout = f"{context.num_input_pipelines}x{here}-{shard}"
-    name = f"{context.input_pipeline_id}-of-{layout}"
+    where = Share.of(context, global_batch)
+    name = f"{where.pipeline}-of-{where.layout}-{shard}"
     return LocalIteratorTrain(strategy, replica_step, epoch_steps, scope, steps=steps, name=name)
 
 
