@@ -13,7 +13,7 @@ from absl import flags
 from absl.testing import flagsaver
 
 from tests import support
-from tf_mgpu import errors, main, timing, training
+from tf_mgpu import errors, main, tasks, timing, training
 from tf_mgpu.cluster import local
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
@@ -121,7 +121,9 @@ def test_each_flag_is_its_setting_declared_once_with_its_default_and_help():
     for field in dataclasses.fields(Config):
         holder = main._SETTINGS[field.name]
         assert holder.default == field.metadata.get("command_default", field.default), field.name
-        assert field.metadata["help"].split()[0] in flags.FLAGS[field.name].help, field.name
+        help_text = field.metadata["help"].format(builtin=", ".join(tasks.BUILTIN))
+        # absl puts an enum's choices in front: "<a|b>: help".
+        assert flags.FLAGS[field.name].help.endswith(help_text), field.name
     # Only the model dir differs: the command writes there, tf_mgpu.train writes nothing.
     differ = [f.name for f in dataclasses.fields(Config) if "command_default" in f.metadata]
     assert differ == ["model_dir"], differ

@@ -66,12 +66,7 @@ def _on_each_replica(strategy: tf.distribute.Strategy, arrays) -> object:
 
 
 def _replica_rows(step: tf.Tensor, global_batch: int, per_replica: int) -> tf.Tensor:
-    """Positions, within the step's run of `global_batch`, that this replica takes.
-
-    Replica r (counting every replica of every worker) takes the r-th run of
-    `per_replica` positions of step `step`: static in size, so XLA compiles
-    it once.
-    """
+    """`share.rows` for the replica this runs in (its id counts every worker's replicas)."""
     replica = tf.distribute.get_replica_context().replica_id_in_sync_group
     return share.rows(step, tf.cast(replica, tf.int64), global_batch, per_replica)
 

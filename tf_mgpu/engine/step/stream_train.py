@@ -48,8 +48,8 @@ def for_split(
             split, global_batch, seed, epoch, context, shard=shard, preprocess=preprocess
         )
 
-    where = Share.of(context, global_batch)
-    name = f"{where.pipeline}-of-{where.layout}-{shard}"
+    share = Share.of(context, global_batch)
+    name = f"{share.pipeline}-of-{share.layout}-{shard}"
     return LocalIteratorTrain(strategy, replica_step, epoch_steps, scope, steps=steps, name=name)
 
 
