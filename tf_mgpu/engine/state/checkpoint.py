@@ -40,6 +40,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from tf_mgpu import strict_json
+from tf_mgpu.engine.distribute import collectives
 from tf_mgpu.errors import UserError
 
 DIRECTORY = "checkpoints"
@@ -249,10 +250,15 @@ class Checkpoints:
                 shutil.rmtree(path, ignore_errors=True)
 
     def _guard(self, write: Callable[[], object]) -> object:
-        """Runs `write`; a full or read-only disk becomes one UserError naming the fix."""
+        """Runs `write`; a full or read-only disk becomes one UserError naming the fix.
+
+        A peer lost while the workers write together (the write's collectives fail) is
+        not the disk's fault: it goes up as it came, for the caller to name the peer."""
         try:
             return write()
         except (OSError, tf.errors.OpError) as e:
+            if isinstance(e, collectives.PEER_ERRORS) and not _named_os_reason(str(e)):
+                raise
             raise UserError(self.cannot_write(f"a checkpoint into {self.directory}", e)) from None
 
     def cannot_write(self, what: str, error: Exception) -> str:
@@ -268,10 +274,14 @@ class Checkpoints:
 _OS_REASONS = ("No space left on device", "Read-only file system", "Permission denied")
 
 
+def _named_os_reason(message: str) -> str | None:
+    """The operating system's reason inside a TensorFlow error message, if it names one."""
+    return next((r for r in _OS_REASONS if r.lower() in message.lower()), None)
+
+
 def _os_reason(message: str) -> str:
     """The operating system's reason inside a TensorFlow error message, or its gist."""
-    found = [reason for reason in _OS_REASONS if reason.lower() in message.lower()]
-    return found[0] if found else " ".join(message.split())[-160:]
+    return _named_os_reason(message) or " ".join(message.split())[-160:]
 
 
 _EXTRA = ".state.json"
