@@ -9,7 +9,7 @@ from tests import support
 from tf_mgpu import errors
 from tf_mgpu.config import Config
 from tf_mgpu.errors import UserError
-from tf_mgpu.tools.check import runner
+from tf_mgpu.tools.equivalence import runner
 
 EXAMPLE = support.ROOT / "examples" / "two_inputs_task.py"
 

@@ -37,8 +37,8 @@ COMMANDS = (
     "tf_mgpu.slurm",
     "tf_mgpu.kubernetes",
     "tests.mutate",
-    "tf_mgpu.tools.bench.markdown",
-    "tf_mgpu.tools.bench.ab",
+    "tf_mgpu.tools.benchmarks.markdown",
+    "tf_mgpu.tools.benchmarks.ab",
     "tf_mgpu.tools.synthetic",
 )
 ABSL_FLAGS = {"flagfile", "help", "helpfull", "helpshort", "undefok"}
@@ -49,7 +49,7 @@ import argparse, contextlib, importlib, io, json, sys
 module, argvs = sys.argv[1], json.loads(sys.stdin.read())
 mod = importlib.import_module(module)
 result = {"flags": [], "errors": []}
-if module in ("tf_mgpu.slurm", "tf_mgpu.kubernetes", "tf_mgpu.tools.bench.markdown",
+if module in ("tf_mgpu.slurm", "tf_mgpu.kubernetes", "tf_mgpu.tools.benchmarks.markdown",
               "tests.mutate", "tf_mgpu.tools.synthetic"):
     # argparse: the parser is built inside main(); read its flags from --help, and parse
     # each command with the parser main() builds (it exits 2 on a bad flag).

@@ -112,12 +112,12 @@ def tf_free_modules() -> list[str]:
     top = ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", "tf_mgpu.compile_cache"]
     # The benchmark's own process only runs commands and reads what they leave.
     bench = ["runner", "variants", "figures", "tables", "startup"]
-    return [*top, *subpackages, *cluster, *(f"tf_mgpu.tools.bench.{m}" for m in bench)]
+    return [*top, *subpackages, *cluster, *(f"tf_mgpu.tools.benchmarks.{m}" for m in bench)]
 
 
 def test_the_tf_free_parts_import_without_tensorflow():
     modules = tf_free_modules()
-    assert {"tf_mgpu.cluster.tf_config", "tf_mgpu.tools.bench"} <= set(modules), modules
+    assert {"tf_mgpu.cluster.tf_config", "tf_mgpu.tools.benchmarks"} <= set(modules), modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

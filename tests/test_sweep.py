@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests import support
-from tf_mgpu.tools.sweep import runner as sweeping
+from tf_mgpu.tools.scaling import runner as sweeping
 
 
 def sweep(*args: str, timeout: float) -> subprocess.CompletedProcess:

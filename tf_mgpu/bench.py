@@ -11,7 +11,7 @@ paired within each round, and the targets. The tables also go to --out as
 CSV and JSON, and with --markdown to a Markdown page. `--variant=NAME` runs
 one reference loop alone in this process (the benchmark starts its reference
 runs that way). `--input=DIR` measures the input instead (issue 23): see
-`tf_mgpu.tools.bench.input_measure`.
+`tf_mgpu.tools.benchmarks.input_measure`.
 """
 
 # This is the only module of the benchmark that reads flags.
@@ -24,7 +24,7 @@ import tempfile
 from absl import app, flags
 
 from tf_mgpu.errors import UserError
-from tf_mgpu.tools.bench import (
+from tf_mgpu.tools.benchmarks import (
     baselines,
     input_measure,
     input_report,
@@ -130,7 +130,7 @@ def mwms_batches() -> list[int]:
 
 def run_reference(settings: variants.Settings) -> None:
     if _VARIANT.value == "compute":
-        from tf_mgpu.tools.bench import compute
+        from tf_mgpu.tools.benchmarks import compute
 
         result = compute.measure(
             settings.task,

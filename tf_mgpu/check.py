@@ -59,7 +59,7 @@ def _check() -> None:
     import tensorflow as tf
 
     from tf_mgpu.engine.distribute import devices
-    from tf_mgpu.tools.check import runner
+    from tf_mgpu.tools.equivalence import runner
 
     if not tf.config.list_physical_devices("GPU"):
         devices.split_cpu(_REPLICAS.value)

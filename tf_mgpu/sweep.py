@@ -7,18 +7,18 @@
 Replicas are logical CPU devices without GPUs, GPUs where there are. Writes
 sweep.csv, sweep.png and runs/<name>/ (each run's --model_dir and logs) into
 --output_dir and prints the table. --predict also times the gradient's all-reduce
-and prints the scaling model's predictions (see tf_mgpu.tools.sweep.scaling).
+and prints the scaling model's predictions (see tf_mgpu.tools.scaling.ring_model).
 """
 
-# The only module that reads the sweep's flags; tf_mgpu.tools.sweep.runner and
-# tf_mgpu.tools.sweep.scaling take plain arguments.
+# The only module that reads the sweep's flags; tf_mgpu.tools.scaling.runner and
+# tf_mgpu.tools.scaling.ring_model take plain arguments.
 
 import pathlib
 
 from absl import app, flags, logging
 
-from tf_mgpu.tools.sweep import runner as sweeping
-from tf_mgpu.tools.sweep import scaling
+from tf_mgpu.tools.scaling import ring_model
+from tf_mgpu.tools.scaling import runner as sweeping
 
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", "/tmp/tf_mgpu_sweep", "Where sweep.csv, sweep.png and runs/ go."
@@ -88,7 +88,7 @@ _PREDICT = flags.DEFINE_bool(
 _MEASURE_ALLREDUCE = flags.DEFINE_enum(
     "measure_allreduce",
     None,
-    tuple(scaling.MEASURED),
+    tuple(ring_model.MEASURED),
     "Child mode, run by --predict: time the all-reduce under this strategy, print one line "
     "and exit (multi_worker_mirrored: one of 2 TF_CONFIG workers).",
 )
@@ -166,10 +166,10 @@ def predict(runner: sweeping.Runner, rows: list[dict]) -> None:
     measured = runner.measure_allreduce(_ALLREDUCE_CALLS.value, _ALLREDUCE_PER_CALL.value)
     for kind, result in measured.items():
         print(
-            f"measured all-reduce, {scaling.MEASURED[kind]}: "
+            f"measured all-reduce, {ring_model.MEASURED[kind]}: "
             f"{result['median_seconds'] * 1e3:.3f} ms, median of {result['calls']} calls"
         )
-    settings = scaling.assumed_settings()
+    settings = ring_model.assumed_settings()
     try:
         compute = sweeping.compute_from_rows(rows)
     except ValueError as e:
@@ -177,14 +177,14 @@ def predict(runner: sweeping.Runner, rows: list[dict]) -> None:
         print(f"no prediction for this machine: {e}")
     else:
         seconds = {kind: result["median_seconds"] for kind, result in measured.items()}
-        settings = scaling.measured_settings(compute, seconds) + settings
+        settings = ring_model.measured_settings(compute, seconds) + settings
     batches = sorted({r["per_replica_batch"] for r in rows})
-    predictions = [p for s in settings for p in scaling.predict(s, batches)]
+    predictions = [p for s in settings for p in ring_model.predict(s, batches)]
     sweeping.write_predictions(predictions, runner.out_dir / sweeping.PREDICTIONS)
-    print("\nassumptions:\n" + scaling.assumptions_text(compute))
-    print("\npredicted:\n" + scaling.prediction_table(predictions))
+    print("\nassumptions:\n" + ring_model.assumptions_text(compute))
+    print("\npredicted:\n" + ring_model.prediction_table(predictions))
     print("\nbreak-even per-replica batch (efficiency >= 50% from here up):")
-    print(scaling.break_even_table(scaling.break_even_rows(settings)))
+    print(ring_model.break_even_table(ring_model.break_even_rows(settings)))
     print("\nmeasured here vs predicted:\n" + sweeping.comparison(rows, predictions))
 
 
@@ -195,7 +195,7 @@ def main(argv: list[str]) -> None:
         if not flags.FLAGS["verbosity"].present:
             # TensorFlow logs every traced collective at INFO; --verbosity=0 shows them.
             logging.set_verbosity(logging.WARNING)
-        line = scaling.measure_allreduce(
+        line = ring_model.measure_allreduce(
             _MEASURE_ALLREDUCE.value,
             calls=_ALLREDUCE_CALLS.value,
             per_call=_ALLREDUCE_PER_CALL.value,

@@ -124,7 +124,7 @@ def test_the_models_own_train_step_is_what_trains_it_and_the_start_says_so(capsy
 
 
 def test_check_names_a_train_step_as_what_it_cannot_see_into():
-    from tf_mgpu.tools.check import runner
+    from tf_mgpu.tools.equivalence import runner
 
     config = Config(task=str(FILES / "own_train_step.py"), batch_size=8, dtype="float64")
     support.fresh_collective_keys()  # check builds its own MirroredStrategy in this process

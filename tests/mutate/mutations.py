@@ -182,7 +182,7 @@ MUTATIONS = (
     Mutation(
         behaviour="check names randomness outside Keras's seeded ops",
         what="two differing traces not reported",
-        path="tf_mgpu/tools/check/report.py",
+        path="tf_mgpu/tools/equivalence/report.py",
         old="    if facts.retrace_differs:",
         new="    if False:",
         tests=("tests/test_check.py::test_randomness_outside_keras_is_named",),
@@ -190,7 +190,7 @@ MUTATIONS = (
     Mutation(
         behaviour="check names an add_loss term reduced per replica",
         what="no cause when the forward pass agrees",
-        path="tf_mgpu/tools/check/report.py",
+        path="tf_mgpu/tools/equivalence/report.py",
         old="    if not found:\n",
         new="    if False:\n",
         tests=(

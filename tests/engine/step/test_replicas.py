@@ -7,7 +7,7 @@ import pytest
 
 from tests.keras.helpers import load
 from tf_mgpu.engine.step import replicas
-from tf_mgpu.tools.check import report
+from tf_mgpu.tools.equivalence import report
 
 
 @pytest.mark.parametrize(
