@@ -129,6 +129,7 @@ class SlurmCluster:
             )
         )
         key = self.root / "munge.key"
+        key.unlink(missing_ok=True)  # a folder used before: mungekey will not overwrite a key
         subprocess.run(
             [_which("mungekey"), "--create", f"--keyfile={key}"],
             check=True,

@@ -37,13 +37,10 @@ KINDS = (
     "tf_mgpu time:",
     "tf_mgpu evaluate:",
 )
-# A line as a worker printed it, behind the launcher's "[worker:0] " or srun's "0: ".
-_PREFIX = re.compile(r"^(\[[a-z]+:\d+\] |\d+: )")
-
-
-def _printed(line: str) -> bool:
-    """A line tf_mgpu printed (as a worker did, behind its prefix)."""
-    return unprefixed(line).startswith(("tf_mgpu", "epoch "))
+# A line as a worker printed it, behind the launcher's "[worker:0] ", srun's "0: " or a
+# shell loop's "pod 0: ".
+_WORKER = r"(\[[a-z]+:\d+\] |(?:pod )?\d+: )"
+_PREFIX = re.compile("^" + _WORKER)
 
 
 def unprefixed(line: str) -> str:
@@ -89,7 +86,7 @@ def output_blocks() -> list[Block]:
 
 # What TensorFlow, absl and Python's warnings print around tf_mgpu's lines: left out.
 _NOISE = re.compile(
-    r"^(\[[a-z]+:\d+\] |\d+: )?("
+    "^" + _WORKER + "?("
     r"[IWEF]\d{4} [\d:.]+\s+\d+ \S+\]"  # TensorFlow's C++ and absl's log lines
     r"|WARNING: All log messages before absl"
     r"|To enable the following instructions"
@@ -111,15 +108,20 @@ def _kept(output: str, cut_devices: bool) -> list[str]:
 
 def make(block: Block, timeout: float) -> list[str] | None:
     """Runs the block's command; the lines to quote, or None if it failed."""
-    done = subprocess.run(
-        ["bash", "-c", block.command],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # in the order they were printed
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            ["bash", "-c", block.command],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # in the order they were printed
+            text=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired as timed_out:
+        print(f"{timed_out}; what it printed:\n{timed_out.output}"[-3000:], file=sys.stderr)
+        return None
     if done.returncode != 0 and "exit $?" not in block.command:  # a failure it means to show
         print(done.stdout[-3000:], file=sys.stderr)
         return None
@@ -137,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     for page in PAGES:
         if args.only not in page.name:
             continue
-        count = len([b for b in blocks(page) if b.command and any(map(_printed, b.lines))])
+        count = len([b for b in blocks(page) if b.command])
         # In page order (a later block may use what an earlier one made), each found anew
         # since the blocks before it changed length.
         for k in range(count):
-            block = [b for b in blocks(page) if b.command and any(map(_printed, b.lines))][k]
+            block = [b for b in blocks(page) if b.command][k]
             where = f"{page.relative_to(ROOT)}:{block.first_line}"
             if args.list:
                 print(f"{where}: {block.command.splitlines()[0]}")

@@ -193,3 +193,29 @@ def test_two_workers_with_stateful_metrics_weights_and_validation_equal_one_devi
         "train_loss",
     ):
         assert cluster["history"][-1][key] == pytest.approx(one["history"][-1][key], abs=1e-9), key
+
+
+@pytest.mark.parametrize(
+    ("read_as", "said"),
+    [
+        ("source", "the train source's example 700 holds NaN or inf in x; fix it in the reader"),
+        ("dataset", "the train dataset's example 700 holds NaN or inf in x; fix it in load_data()"),
+        ("unknown_length", "x_train holds 1 non-finite values (NaN or inf)"),
+    ],
+)
+def test_a_nan_in_a_users_training_split_is_one_line_naming_it(read_as, said):
+    # The file docs/data.md runs: a reader with a bug, its split returned three ways.
+    with pytest.raises(UserError) as raised:
+        training.run(
+            Config(epochs=1), load("nan_example", READ_AS=read_as), strategy=cpu_strategy(1)
+        )
+    assert said in str(raised.value), raised.value
+
+
+def test_a_dataset_of_unknown_length_is_counted_once_and_the_chief_says_how_to_avoid_it(capsys):
+    task = load("nan_example", READ_AS="unknown_length", BAD_EXAMPLE="none")
+    result = training.run(Config(epochs=1), task, strategy=cpu_strategy(1))
+    assert result.summary["history"][-1]["train_examples"] == 2048
+    said = capsys.readouterr().out
+    assert "read the train dataset once before training to count its 2,048 examples" in said
+    assert "dataset.apply(tf.data.experimental.assert_cardinality(2048))" in said
