@@ -1,6 +1,10 @@
 """Test setup shared by every file: logical CPU devices and real MNIST, prepared once."""
 
+import dataclasses
+import fcntl
 import gc
+import json
+import os
 import pathlib
 import sys
 
@@ -54,12 +58,15 @@ def _collect_garbage():
 
 @pytest.fixture(scope="session")
 def mnist_preparation(tmp_path_factory) -> tuple[str, dict[str, Finished]]:
-    """MNIST prepared once for the whole session, as two offline workers on a fresh
-    machine prepare it: both at once, into one fresh TFDS data dir, from the original
-    files in TFDS's default manual folder (no --manual_dir), with no network.
+    """MNIST prepared once for the whole run, as two offline workers on a fresh machine
+    prepare it: both at once, into one fresh TFDS data dir, from the original files in
+    TFDS's default manual folder (no --manual_dir), with no network.
 
     Returns the data dir and both processes' outcomes; the race itself is tested
-    in tests/tasks/mnist/test_data.py, and `mnist_data_dir` fails if it failed.
+    in tests/tasks/mnist/test_data.py, and `mnist_data_dir` fails if it failed. Under
+    pytest-xdist the first pytest worker to need it prepares it, in the folder the
+    workers share, and the other reads the outcome (a lock file orders them): once per
+    run, not once per pytest worker.
     """
     manual_dir = mnist_manual_dir()
     if not all((manual_dir / name).is_file() for name in preflight.MANUAL_FILES):
@@ -67,7 +74,21 @@ def mnist_preparation(tmp_path_factory) -> tuple[str, dict[str, Finished]]:
             f"the MNIST files are not in {manual_dir}: put the four .gz files there "
             f"or set TF_MGPU_MNIST_DIR (these tests never download)"
         )
-    root = tmp_path_factory.mktemp("mnist")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # every pytest worker's basetemp is a folder of this one
+    root = shared / "mnist"
+    outcome = shared / "mnist.json"
+    with open(shared / "mnist.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not outcome.exists():
+            finished = _prepare_mnist(manual_dir, root)
+            outcome.write_text(json.dumps({k: dataclasses.asdict(v) for k, v in finished.items()}))
+    finished = {k: Finished(**v) for k, v in json.loads(outcome.read_text()).items()}
+    return str(root / "tfds"), finished
+
+
+def _prepare_mnist(manual_dir: pathlib.Path, root: pathlib.Path) -> dict[str, Finished]:
     data_dir = root / "tfds"
     manual = data_dir / "downloads" / "manual"
     manual.mkdir(parents=True)
@@ -80,10 +101,9 @@ def mnist_preparation(tmp_path_factory) -> tuple[str, dict[str, Finished]]:
     )
     # A network namespace of its own: loopback only (`unshare -rn`, no root needed).
     command = ["unshare", "-rn", sys.executable, "-c", code, str(data_dir)]
-    finished = run_processes(
+    return run_processes(
         {f"worker{i}": (command, environment()) for i in range(2)}, root / "logs", timeout=300
     )
-    return str(data_dir), finished
 
 
 @pytest.fixture(scope="session")
