@@ -34,6 +34,9 @@ def check_same_start(strategy: tf.distribute.Strategy, step: int) -> None:
         return
     here = float(step)
     if strategies.replica_sum(strategy)(here) != here * strategy.num_replicas_in_sync:
+        # Every worker sees the same sum and refuses; none may exit while a peer still
+        # fetches its piece of that sum (see finish_together).
+        finish_together(strategy)
         raise UserError(
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
