@@ -15,8 +15,10 @@ line has the format today's code prints, and that each follows its command.
 
 import argparse
 import dataclasses
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 
@@ -108,25 +110,26 @@ def _kept(output: str, cut_devices: bool) -> list[str]:
 
 def make(block: Block, timeout: float) -> list[str] | None:
     """Runs the block's command; the lines to quote, or None if it failed."""
-    try:
-        done = subprocess.run(
-            ["bash", "-c", block.command],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,  # in the order they were printed
-            text=True,
-            timeout=timeout,
-            check=False,
-            start_new_session=True,
-        )
-    except subprocess.TimeoutExpired as timed_out:
-        print(f"{timed_out}; what it printed:\n{timed_out.output}"[-3000:], file=sys.stderr)
-        return None
-    if done.returncode != 0 and "exit $?" not in block.command:  # a failure it means to show
-        print(done.stdout[-3000:], file=sys.stderr)
+    with subprocess.Popen(
+        ["bash", "-c", block.command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # in the order they were printed
+        text=True,
+        start_new_session=True,  # its own process group: a timeout ends all it started
+    ) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            print(f"timed out after {timeout:g} s; it printed:\n{output[-3000:]}", file=sys.stderr)
+            return None
+    if process.returncode != 0 and "exit $?" not in block.command:  # a failure it shows
+        print(output[-3000:], file=sys.stderr)
         return None
     cut = any("devices=..." in line for line in block.lines)
-    return _kept(done.stdout, cut)
+    return _kept(output, cut)
 
 
 def main(argv: list[str] | None = None) -> int:

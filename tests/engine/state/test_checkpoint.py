@@ -236,11 +236,23 @@ def test_a_peer_lost_during_a_save_is_not_called_a_disk_error(tmp_path):
     # What the survivors' write raised when a launcher's worker was killed mid-save: the
     # write's collective failed. failures.py must see it, to name the lost peer (exit 6).
     saver = checkpoint.Checkpoints(variables(), str(tmp_path), is_chief=True)
-    lost = tf.errors.UnavailableError(
-        None, None, 'recvmsg:Connection reset by peer", grpc_status:14 [Op:CollectiveReduceV2]'
-    )
-    with pytest.raises(tf.errors.UnavailableError):
-        saver._guard(lambda: (_ for _ in ()).throw(lost))
-    full = tf.errors.UnknownError(None, None, "write failed: No space left on device")
-    with pytest.raises(UserError, match=r"cannot write a checkpoint .*\(No space left on device\)"):
-        saver._guard(lambda: (_ for _ in ()).throw(full))
+
+    def failing(error):
+        def write():
+            raise error
+
+        return write
+
+    for lost in (
+        tf.errors.UnavailableError(None, None, "recvmsg:Connection reset by peer"),
+        tf.errors.UnknownError(None, None, "Collective ops is aborted by: Socket closed"),
+    ):
+        with pytest.raises(type(lost)):
+            saver._guard(failing(lost))
+    # The disk's errors stay one line, named or not.
+    for disk, named in (
+        (tf.errors.UnknownError(None, None, "write: No space left on device"), "No space left"),
+        (tf.errors.UnknownError(None, None, "write: Disk quota exceeded"), "Disk quota exceeded"),
+    ):
+        with pytest.raises(UserError, match=rf"cannot write a checkpoint .*{named}"):
+            saver._guard(failing(disk))

@@ -89,6 +89,7 @@ class Agreement:
     """
 
     def __init__(self, strategy: tf.distribute.Strategy):
+        self._strategy = strategy
         multi = strategies.name_of(strategy) == "multi_worker_mirrored"
         self._sum = strategies.replica_sum(strategy) if multi else None
         self._count = strategy.num_replicas_in_sync
@@ -100,7 +101,12 @@ class Agreement:
         parts = [int(digest[i : i + 4], 16) for i in range(0, len(digest), 4)]
         sums = self._sum(parts + [p * p for p in parts])
         first, squares = sums[: len(parts)], sums[len(parts) :]
-        return all(self._count * sq == s * s for s, sq in zip(first, squares, strict=True))
+        same = all(self._count * sq == s * s for s, sq in zip(first, squares, strict=True))
+        if not same:
+            # Every worker sees the same answer and its caller fails; none may exit while
+            # a peer still fetches its piece of these sums (see finish_together).
+            finish_together(self._strategy)
+        return same
 
 
 def weights_digest(model: keras.Model) -> str:

@@ -257,7 +257,7 @@ class Checkpoints:
         try:
             return write()
         except (OSError, tf.errors.OpError) as e:
-            if isinstance(e, collectives.PEER_ERRORS) and not _named_os_reason(str(e)):
+            if _peer_lost(e):
                 raise
             raise UserError(self.cannot_write(f"a checkpoint into {self.directory}", e)) from None
 
@@ -277,6 +277,23 @@ _OS_REASONS = ("No space left on device", "Read-only file system", "Permission d
 def _named_os_reason(message: str) -> str | None:
     """The operating system's reason inside a TensorFlow error message, if it names one."""
     return next((r for r in _OS_REASONS if r.lower() in message.lower()), None)
+
+
+# Errors of the network, never of a disk.
+_NETWORK_ERRORS = (
+    tf.errors.UnavailableError,
+    tf.errors.AbortedError,
+    tf.errors.CancelledError,
+    tf.errors.DeadlineExceededError,
+)
+
+
+def _peer_lost(error: Exception) -> bool:
+    """Whether a write failed because a peer went away (its collective failed), not the
+    disk: a network error, or another of the collectives' errors naming a collective op."""
+    if _named_os_reason(str(error)) or not isinstance(error, collectives.PEER_ERRORS):
+        return False
+    return isinstance(error, _NETWORK_ERRORS) or "Collective" in str(error)
 
 
 def _os_reason(message: str) -> str:
