@@ -5,7 +5,9 @@
 
 Each test's record holds its wall time and the CPU time of the pytest worker (`self`: the
 tests that train in-process) and of the processes it started and waited for (`processes`:
-`python -m tf_mgpu.main` and the like), each for setup, call and teardown. The suite runs
+`python -m tf_mgpu.main` and the like), each for setup, call and teardown. A process's CPU
+counts once it has been waited for: the daemons a module fixture starts (the one-node Slurm)
+count in the test after which they are stopped. The suite runs
 on two pytest workers and two cores: when CPU time summed over every test nears twice the
 wall time, only less CPU work shortens it; wall time well above CPU time is waiting.
 """

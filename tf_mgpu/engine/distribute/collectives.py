@@ -17,15 +17,15 @@ from tf_mgpu.errors import Failure, UserError
 
 # What a collective raises on the survivors when a peer dies, freezes or
 # becomes unreachable (TensorFlow's coordination service notices missing
-# heartbeats within seconds and aborts every pending collective).
-PEER_ERRORS = (
+# heartbeats within seconds and aborts every pending collective): the network's
+# own errors, and two general ones a disk may raise too.
+NETWORK_ERRORS = (
     tf.errors.UnavailableError,
     tf.errors.AbortedError,
     tf.errors.CancelledError,
     tf.errors.DeadlineExceededError,
-    tf.errors.InternalError,
-    tf.errors.UnknownError,
 )
+PEER_ERRORS = (*NETWORK_ERRORS, tf.errors.InternalError, tf.errors.UnknownError)
 
 
 def check_same_start(strategy: tf.distribute.Strategy, step: int) -> None:

@@ -279,21 +279,12 @@ def _named_os_reason(message: str) -> str | None:
     return next((r for r in _OS_REASONS if r.lower() in message.lower()), None)
 
 
-# Errors of the network, never of a disk.
-_NETWORK_ERRORS = (
-    tf.errors.UnavailableError,
-    tf.errors.AbortedError,
-    tf.errors.CancelledError,
-    tf.errors.DeadlineExceededError,
-)
-
-
 def _peer_lost(error: Exception) -> bool:
     """Whether a write failed because a peer went away (its collective failed), not the
     disk: a network error, or another of the collectives' errors naming a collective op."""
     if _named_os_reason(str(error)) or not isinstance(error, collectives.PEER_ERRORS):
         return False
-    return isinstance(error, _NETWORK_ERRORS) or "Collective" in str(error)
+    return isinstance(error, collectives.NETWORK_ERRORS) or "Collective" in str(error)
 
 
 def _os_reason(message: str) -> str:
