@@ -6,10 +6,11 @@
 Each test's record holds its wall time and the CPU time of the pytest worker (`self`: the
 tests that train in-process) and of the processes it started and waited for (`processes`:
 `python -m tf_mgpu.main` and the like), each for setup, call and teardown. A process's CPU
-counts once it has been waited for: the daemons a module fixture starts (the one-node Slurm)
-count in the test after which they are stopped. The suite runs
-on two pytest workers and two cores: when CPU time summed over every test nears twice the
-wall time, only less CPU work shortens it; wall time well above CPU time is waiting.
+counts once it has been waited for (a run forked by tests/forkserver.py, once the test has
+seen its exit): the daemons a module fixture starts (the one-node Slurm) count in the test
+after which they are stopped. The suite runs on two pytest workers and two cores: when CPU
+time summed over every test nears twice the wall time, only less CPU work shortens it; wall
+time well above CPU time is waiting.
 """
 
 import argparse
@@ -22,13 +23,16 @@ import time
 
 import pytest
 
+from tests import forkserver
+
 LOG = "TF_MGPU_CPU_LOG"
 _PHASES = pytest.StashKey[dict]()
 
 
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
+    forked = forkserver.cpu_seconds if who == resource.RUSAGE_CHILDREN else 0.0
+    return usage.ru_utime + usage.ru_stime + forked
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -2,7 +2,9 @@
 
 `run_processes` and friends run `python -m tf_mgpu.main` as real processes,
 alone or as a TF_CONFIG cluster: every process gets its own TF_CONFIG, log
-files and a time bound, and is killed in `finally`.
+files and a time bound, and is killed in `finally`. A run in one process is
+forked from one that has already imported TensorFlow (tests/forkserver.py),
+unless the test asks for a `fresh` one.
 """
 
 import contextlib
@@ -20,6 +22,7 @@ import tensorflow as tf
 from matplotlib import image
 from PIL import Image
 
+from tests import forkserver
 from tf_mgpu.cluster import local
 from tf_mgpu.engine.input.data import Data
 
@@ -78,10 +81,17 @@ def main_command(*args: str) -> list[str]:
 
 
 def run_processes(
-    commands: dict[str, tuple[list[str], dict]], log_dir: pathlib.Path, timeout: float
+    commands: dict[str, tuple[list[str], dict]],
+    log_dir: pathlib.Path,
+    timeout: float,
+    fresh: bool = False,
 ) -> dict[str, Finished]:
-    """Starts every (command, env) at once from the repository root; see tf_mgpu.cluster.local."""
-    return local.run_processes(commands, log_dir, timeout, cwd=ROOT)
+    """Starts every (command, env) at once from the repository root; see tf_mgpu.cluster.local.
+
+    A run of main, evaluate or predict is forked from a process that has imported TensorFlow
+    (tests/forkserver.py) unless `fresh`: a test of what happens while TensorFlow loads."""
+    start = subprocess.Popen if fresh else forkserver.popen
+    return local.run_processes(commands, log_dir, timeout, cwd=ROOT, start=start)
 
 
 def run_cluster(
@@ -100,10 +110,12 @@ def run_cluster(
     )
 
 
-def run_main(args: list[str], log_dir: pathlib.Path, timeout: float, tf_config=None) -> Finished:
-    """One `python -m tf_mgpu.main` process."""
+def run_main(
+    args: list[str], log_dir: pathlib.Path, timeout: float, tf_config=None, fresh: bool = False
+) -> Finished:
+    """One `python -m tf_mgpu.main` process (forked unless `fresh`: see `run_processes`)."""
     commands = {"main": (main_command(*args), environment(tf_config))}
-    return run_processes(commands, log_dir, timeout)["main"]
+    return run_processes(commands, log_dir, timeout, fresh)["main"]
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -140,14 +152,22 @@ def assert_quiet_worker(finished: Finished) -> None:
 
 
 class Started:
-    """A `python -m tf_mgpu.main` process running in its own session, logs in `log_dir`."""
+    """A `python -m tf_mgpu.main` process running in its own session, logs in `log_dir`
+    (forked unless `fresh`: see `run_processes`)."""
 
-    def __init__(self, args: list[str], log_dir: pathlib.Path, name: str = "main", tf_config=None):
+    def __init__(
+        self,
+        args: list[str],
+        log_dir: pathlib.Path,
+        name: str = "main",
+        tf_config=None,
+        fresh: bool = False,
+    ):
         log_dir.mkdir(parents=True, exist_ok=True)
         self.name = name
         self._out, self._err = log_dir / f"{name}.out", log_dir / f"{name}.err"
         with open(self._out, "w") as out, open(self._err, "w") as err:
-            self.process = subprocess.Popen(
+            self.process = (subprocess.Popen if fresh else forkserver.popen)(
                 main_command(*args),
                 cwd=ROOT,
                 env=environment(tf_config),

@@ -80,11 +80,13 @@ def run_processes(
     log_dir: pathlib.Path,
     timeout: float,
     cwd: str | os.PathLike | None = None,
+    start=subprocess.Popen,
 ) -> dict[str, Finished]:
     """Starts every (command, env) at once and waits for all, `timeout` seconds at most.
 
     Whatever is still running at the deadline is killed; so is everything
     else if this function itself fails. Output goes to files in `log_dir`.
+    `start` starts each one (a `subprocess.Popen` or what answers as one).
     """
     log_dir = pathlib.Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -97,9 +99,7 @@ def run_processes(
                 open(log_dir / f"{safe}.err", "w") as err,
             ):
                 started[name] = time.monotonic()
-                running[name] = subprocess.Popen(
-                    list(command), cwd=cwd, env=dict(env), stdout=out, stderr=err
-                )
+                running[name] = start(list(command), cwd=cwd, env=dict(env), stdout=out, stderr=err)
         deadline = time.monotonic() + timeout
         pending = dict(running)
         while pending and time.monotonic() < deadline:

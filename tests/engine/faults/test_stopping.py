@@ -98,7 +98,9 @@ def test_a_signal_during_training_saves_stops_and_the_rerun_resumes(
 
 @pytest.mark.cluster
 def test_a_signal_before_training_ends_the_run_at_once(tmp_path, mnist_data_dir):
-    run = support.Started(small_run(mnist_data_dir, tmp_path / "run"), tmp_path / "logs")
+    run = support.Started(
+        small_run(mnist_data_dir, tmp_path / "run"), tmp_path / "logs", fresh=True
+    )
     time.sleep(1.5)  # still importing TensorFlow
     run.process.send_signal(signal.SIGTERM)
     sent = time.monotonic()

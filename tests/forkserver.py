@@ -1,0 +1,248 @@
+"""Starts `python -m tf_mgpu.<command>` runs without paying TensorFlow's import in each.
+
+Most of the suite's time is its ~150 started processes, and 3.5 to 6.6 s of each is importing
+TensorFlow and Keras (BUILD_NOTES.md, "Test layout"). A server process per pytest worker
+imports both once, in the environment a run's command imports them in (TF_CPP_MIN_LOG_LEVEL=3
+unless given), and forks a child per run. The child becomes the run: its own session, working
+folder, environment, argv, stdin from /dev/null and stdout/stderr in the test's files, then it
+runs the command's module as `__main__`, exactly as `python -m` does, and exits as it would.
+Its exit code comes back through the server, which reaps it.
+
+What a forked run does not repeat is the import itself: a test of what happens before
+TensorFlow loads, or of its C++ logs (`--verbosity`), starts a real `python -m` (see
+`forkable`). The server is single-threaded in Python; the one native thread TensorFlow's import
+starts was seen idle in a futex wait (/proc), and a fork copies only the thread that forks.
+"""
+
+import contextlib
+import json
+import os
+import pathlib
+import runpy
+import select
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+_MODULE_FLAG = "-m"
+# Commands whose runs are forked: the rest (launch, slurm, bench, ...) start other processes.
+_COMMANDS = ("tf_mgpu.main", "tf_mgpu.evaluate", "tf_mgpu.predict")
+
+
+def forkable(command, env) -> bool:
+    """Whether `command` is a run the server may fork: `python -m tf_mgpu.main|evaluate|predict`,
+    not asking for TensorFlow's own logs, as one process (a multi-worker run's supervisor starts
+    its trainer with a real exec anyway), with what Python and TensorFlow read as they start
+    as the server had it."""
+    if os.environ.get("TF_MGPU_TEST_FORK", "1") == "0":
+        return False
+    if len(command) < 3 or command[0] != sys.executable or command[1] != _MODULE_FLAG:
+        return False
+    if command[2] not in _COMMANDS or "TF_CONFIG" in env:
+        return False
+    if any(arg.startswith(("--verbosity", "--v=", "--cluster_resolver")) for arg in command):
+        return False
+    run, server = _server_environment(env), _server_environment(os.environ)
+    names = {k for k in {*run, *server} if k.startswith(_READ_AT_START)}
+    return all(run.get(k) == server.get(k) for k in names)
+
+
+# Read when Python starts or TensorFlow loads.
+_READ_AT_START = ("PYTHON", "TF_CPP_", "TF_ENABLE_ONEDNN", "CUDA_", "KERAS_")
+
+
+def _server_environment(env) -> dict:
+    """`env` as a run's command has it when TensorFlow loads (tf_mgpu.cli.quiet_tensorflow)."""
+    env = {k: v for k, v in env.items() if k not in ("TF_CONFIG", "TF_XLA_FLAGS")}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
+class Forked:
+    """What the tests use of a `subprocess.Popen`: pid, poll, wait, returncode, send_signal."""
+
+    def __init__(self, connection: socket.socket):
+        self._connection = connection
+        self._received = b""
+        self.pid = int(self._line(None))
+        self.returncode = None
+
+    def _line(self, timeout):
+        """The server's next line, or None if none came within `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._received:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._connection], [], [], left)
+            if not ready:
+                return None
+            chunk = self._connection.recv(4096)
+            if not chunk:
+                raise RuntimeError(f"the fork server went away before pid {self.pid} ended")
+            self._received += chunk
+        line, self._received = self._received.split(b"\n", 1)
+        return line.decode()
+
+    def poll(self):
+        if self.returncode is None:
+            line = self._line(0)
+            if line is not None:
+                self._ended(line)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            line = self._line(timeout)
+            if line is None:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            self._ended(line)
+        return self.returncode
+
+    def _ended(self, line: str) -> None:
+        global cpu_seconds
+        code, cpu = line.split()
+        self.returncode = int(code)
+        cpu_seconds += float(cpu)
+        self._connection.close()
+
+    def send_signal(self, number: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, number)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+_server = None
+# CPU seconds of the forked runs that have ended, which `resource.getrusage(RUSAGE_CHILDREN)`
+# does not count (their parent is the server): tests/cpu_usage.py adds them.
+cpu_seconds = 0.0
+
+
+def popen(command, cwd, env, stdout, stderr, start_new_session=False):
+    """A `subprocess.Popen` of `command`, forked from the server if `forkable`."""
+    if not forkable(command, env):
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=start_new_session,
+        )
+    request = {
+        "module": command[2],
+        "args": list(command[3:]),
+        "cwd": str(cwd or os.getcwd()),
+        "env": dict(env),
+        "stdout": stdout.name,
+        "stderr": stderr.name,
+        "session": start_new_session,
+    }
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(_started())
+    connection.sendall(json.dumps(request).encode() + b"\n")
+    return Forked(connection)
+
+
+def _started() -> str:
+    """The server's socket, starting the server the first time."""
+    global _server
+    if _server is None or _server[0].poll() is not None:
+        folder = tempfile.mkdtemp(prefix="tf_mgpu_forkserver_")
+        path = os.path.join(folder, "socket")
+        with open(os.path.join(folder, "server.err"), "w") as err:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tests.forkserver", path],
+                cwd=pathlib.Path(__file__).resolve().parent.parent,
+                env=_server_environment(os.environ),
+                stdin=subprocess.PIPE,  # the server ends when this process does
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the fork server did not start: see {folder}/server.err")
+            time.sleep(0.05)
+        _server = (process, path)
+    return _server[1]
+
+
+def _serve(path: str) -> dict:
+    """Answers requests until stdin closes; returns a request only in a forked child."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    listener.listen(64)
+    os.rename(path + ".tmp", path)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(sys.stdin, selectors.EVENT_READ)
+    children = {}  # pid -> the connection that waits for its exit code
+    while True:
+        for key, _ in selector.select(timeout=0.02):
+            if key.fileobj is sys.stdin:
+                if not os.read(sys.stdin.fileno(), 4096):
+                    os._exit(0)
+                continue
+            connection, _ = listener.accept()
+            request = json.loads(connection.makefile("r").readline())
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                selector.close()
+                listener.close()
+                connection.close()
+                for other in children.values():
+                    other.close()
+                return request
+            connection.sendall(f"{pid}\n".encode())
+            children[pid] = connection
+        while children:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            connection = children.pop(pid, None)
+            if connection is not None:
+                code = os.waitstatus_to_exitcode(status)
+                cpu = usage.ru_utime + usage.ru_stime
+                with contextlib.suppress(OSError):
+                    connection.sendall(f"{code} {cpu}\n".encode())
+                connection.close()
+
+
+def _become(request: dict) -> None:
+    """Turns this forked child into `python -m <module> <args>` as the request describes it."""
+    if request["session"]:
+        os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    for fd, name in ((1, request["stdout"]), (2, request["stderr"])):
+        opened = os.open(name, os.O_WRONLY | os.O_APPEND)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.path[0] = request["cwd"]
+    sys.argv = [request["module"], *request["args"]]
+    runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    import keras  # noqa: F401
+    import tensorflow  # noqa: F401
+    from absl import app
+
+    # TensorFlow's import queues a callback for absl's app.run that lists the devices, which
+    # reads TF_XLA_FLAGS for good. A run imports TensorFlow after app.run has started, so it
+    # lists them later, once main has named the compile cache; a forked run must not list
+    # them at its app.run instead.
+    app._init_callbacks.clear()
+
+    _become(_serve(sys.argv[1]))

@@ -1,0 +1,115 @@
+"""A run forked by tests/forkserver.py is the run `python -m` starts, TensorFlow's import aside.
+
+The probe (tests/forkserver_probe.py) prints what a run sees of its start, then exits as told.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests import forkserver
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+PROBE = "tests.forkserver_probe"
+
+
+@pytest.fixture
+def probe_forkable(monkeypatch):
+    monkeypatch.setattr(forkserver, "_COMMANDS", (*forkserver._COMMANDS, PROBE))
+
+
+def start(tmp_path, *args, name="probe", cwd=ROOT, fork=True):
+    """The probe, forked or started by `subprocess.Popen` as a test would start it."""
+    command = [sys.executable, "-m", PROBE, *args]
+    env = {**environment(), "PROBE_SETTING": name}
+    with open(tmp_path / f"{name}.out", "w") as out, open(tmp_path / f"{name}.err", "w") as err:
+        if fork:
+            return forkserver.popen(command, cwd, env, out, err, start_new_session=True)
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
+def environment(**more) -> dict:
+    """This process's environment, as tests.support gives a child."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "TF_XLA_FLAGS")}
+    return {**env, **more}
+
+
+def seen(tmp_path, name="probe") -> dict:
+    return json.loads((tmp_path / f"{name}.out").read_text())
+
+
+def test_a_forked_run_starts_as_python_m_does_but_for_the_import(tmp_path, probe_forkable):
+    forked = start(tmp_path, "--exit=0", name="forked")
+    executed = start(tmp_path, "--exit=0", name="executed", fork=False)
+    assert isinstance(forked, forkserver.Forked)
+    assert forked.wait(60) == 0
+    assert executed.wait(60) == 0
+    by_fork, by_exec = seen(tmp_path, "forked"), seen(tmp_path, "executed")
+    assert by_fork.pop("tensorflow_loaded")
+    assert not by_exec.pop("tensorflow_loaded")
+    assert by_fork.pop("setting") == "forked"
+    assert by_exec.pop("setting") == "executed"
+    assert by_fork == by_exec, (by_fork, by_exec)
+    assert by_fork["argv"][1:] == ["--exit=0"]
+    assert by_fork["main"] == "__main__"
+    assert by_fork["own_session"]
+    assert by_fork["stdin_is_null"]
+    elsewhere = start(tmp_path, "--exit=0", name="elsewhere", cwd=tmp_path)
+    assert elsewhere.wait(60) == 0
+    assert (
+        seen(tmp_path, "elsewhere")["cwd"] == str(tmp_path) == seen(tmp_path, "elsewhere")["path0"]
+    )
+
+
+def test_exit_codes_signals_and_timeouts_answer_as_popen_does(tmp_path, probe_forkable):
+    assert start(tmp_path, "--exit=3", name="three").wait(60) == 3
+    raising = start(tmp_path, "--exit=raise", name="raises")
+    assert raising.wait(60) == 1
+    assert "Traceback" in (tmp_path / "raises.err").read_text()  # the user's traceback stays
+    waiting = start(tmp_path, "--exit=never", name="waits")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "waits.out").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert waiting.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        waiting.wait(0.2)
+    os.killpg(waiting.pid, signal.SIGTERM)  # its own session, as start_new_session gives
+    assert waiting.wait(60) == -signal.SIGTERM
+
+
+def test_a_forked_runs_cpu_is_counted(tmp_path, probe_forkable):
+    before = forkserver.cpu_seconds
+    assert start(tmp_path, "--exit=busy").wait(60) == 0
+    assert forkserver.cpu_seconds - before >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["tf_mgpu.launch", "--workers=2"], {}),  # starts processes of its own
+        (["tf_mgpu.main", "--verbosity=0"], {}),  # TensorFlow's C++ logs, set before import
+        (["tf_mgpu.main"], {"TF_CONFIG": "{}"}),  # a cluster: its supervisor execs anyway
+        (["tf_mgpu.main"], {"TF_CPP_MIN_LOG_LEVEL": "0"}),  # read as TensorFlow loads
+        # read when Python starts (a value this process does not have)
+        (["tf_mgpu.main"], {"PYTHONHASHSEED": str(int(os.environ.get("PYTHONHASHSEED", 0)) + 1)}),
+    ],
+)
+def test_runs_that_must_start_fresh_are_not_forked(args, env):
+    base = {**environment(), **env}
+    assert forkserver.forkable([sys.executable, "-m", "tf_mgpu.main"], environment())
+    assert not forkserver.forkable([sys.executable, "-m", *args], base)
