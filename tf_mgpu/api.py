@@ -13,7 +13,7 @@ def train(task, **settings) -> dict:
     """See `tf_mgpu.train`."""
     config = _config(task, settings)
     check_before_tensorflow(config, tf_config.node_from_env(), named=isinstance(task, str))
-    compile_cache.enable(config.compile_cache, config.data_dir)  # before XLA's first use
+    compile_cache.enable(config.compile_cache, config.data_dir)  # before TF sets up devices
     from tf_mgpu import training  # loads TensorFlow
 
     result = training.run(config, task)

@@ -7,8 +7,10 @@ The cache therefore lives in a folder named after both:
 `<cache>/xla-tf<version>-<cpu>`, so another TensorFlow, or another machine
 sharing the folder (an NFS home), never loads code that is not its own.
 
-TensorFlow reads `TF_XLA_FLAGS` once, when XLA first runs: `enable` must
-come before the first compiled call (main calls it before TensorFlow loads).
+TensorFlow reads `TF_XLA_FLAGS` once, when it first sets up its devices (its
+first op or device listing; absl's `app.run` lists them if TensorFlow was
+imported before it): `enable` must come before that (main calls it before
+TensorFlow loads).
 This module imports no TensorFlow.
 """
 
