@@ -55,7 +55,10 @@ def test_model_dir_none_writes_nothing(tmp_path, monkeypatch):
     )
     assert summary["test_examples"] == 256, summary
     assert list(cwd.iterdir()) == [], "something was written into the working directory"
-    assert list(scratch.iterdir()) == [], "a temporary file was left behind"
+    # AutoGraph (TensorFlow's) leaves the source of each function it converts first in this
+    # process there: this test run alone sees one; after other tests, none.
+    ours = [p for p in scratch.iterdir() if not p.name.startswith("__autograph_generated_file")]
+    assert ours == [], "a temporary file was left behind"
     cache = home / "tensorflow_datasets" / compile_cache.FOLDER
     assert os.environ["TF_XLA_FLAGS"].endswith(compile_cache.folder(str(cache)))
     outside = [p for p in home.rglob("*") if cache not in (p, *p.parents)]
