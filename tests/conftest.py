@@ -145,7 +145,9 @@ def reference_run(tmp_path_factory):
         key = tuple(args)
         if key not in runs:
             tmp = tmp_path_factory.mktemp("reference")
-            done = run_main([*args, f"--model_dir={tmp / 'model'}"], tmp / "logs", 240)
+            # Fresh: the runs compared with it are forked, and so share one hash seed (of str
+            # and bytes); this one has its own, as separate processes have.
+            done = run_main([*args, f"--model_dir={tmp / 'model'}"], tmp / "logs", 240, fresh=True)
             assert done.returncode == 0, done.tail()
             runs[key] = (done, tmp / "model")
         return runs[key]

@@ -18,6 +18,7 @@ from tests import forkserver
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 PROBE = "tests.forkserver_probe"
+OTHER_HASH_SEED = "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"  # not this process's
 
 
 @pytest.fixture
@@ -69,11 +70,11 @@ def test_a_forked_run_starts_as_python_m_does_but_for_the_import(tmp_path, probe
     assert by_fork["main"] == "__main__"
     assert by_fork["own_session"]
     assert by_fork["stdin_is_null"]
+    assert by_fork["open_files"] == ["0", "1", "2", "3"], "3: the listing's own"
     elsewhere = start(tmp_path, "--exit=0", name="elsewhere", cwd=tmp_path)
     assert elsewhere.wait(60) == 0
-    assert (
-        seen(tmp_path, "elsewhere")["cwd"] == str(tmp_path) == seen(tmp_path, "elsewhere")["path0"]
-    )
+    there = seen(tmp_path, "elsewhere")
+    assert there["cwd"] == str(tmp_path) == there["path0"]
 
 
 def test_exit_codes_signals_and_timeouts_answer_as_popen_does(tmp_path, probe_forkable):
@@ -90,6 +91,9 @@ def test_exit_codes_signals_and_timeouts_answer_as_popen_does(tmp_path, probe_fo
         waiting.wait(0.2)
     os.killpg(waiting.pid, signal.SIGTERM)  # its own session, as start_new_session gives
     assert waiting.wait(60) == -signal.SIGTERM
+    waiting.send_signal(signal.SIGKILL)  # an ended run: nothing, as Popen does
+    with pytest.raises(RuntimeError, match="No such file"):  # Popen raises it too
+        start(tmp_path, "--exit=0", name="nowhere", cwd=tmp_path / "missing")
 
 
 def test_a_forked_runs_cpu_is_counted(tmp_path, probe_forkable):
@@ -105,8 +109,7 @@ def test_a_forked_runs_cpu_is_counted(tmp_path, probe_forkable):
         (["tf_mgpu.main", "--verbosity=0"], {}),  # TensorFlow's C++ logs, set before import
         (["tf_mgpu.main"], {"TF_CONFIG": "{}"}),  # a cluster: its supervisor execs anyway
         (["tf_mgpu.main"], {"TF_CPP_MIN_LOG_LEVEL": "0"}),  # read as TensorFlow loads
-        # read when Python starts (a value this process does not have)
-        (["tf_mgpu.main"], {"PYTHONHASHSEED": str(int(os.environ.get("PYTHONHASHSEED", 0)) + 1)}),
+        (["tf_mgpu.main"], {"PYTHONHASHSEED": OTHER_HASH_SEED}),  # read when Python starts
     ],
 )
 def test_runs_that_must_start_fresh_are_not_forked(args, env):
