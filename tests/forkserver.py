@@ -37,8 +37,9 @@ import time
 _MODULE_FLAG = "-m"
 # Commands whose runs are forked: the rest (launch, slurm, bench, ...) start other processes.
 _COMMANDS = ("tf_mgpu.main", "tf_mgpu.evaluate", "tf_mgpu.predict")
-# Flags that ask for TensorFlow's own logs, which it reads as it loads.
-_LOG_FLAGS = ("--verbosity", "--v=", "-v", "--cluster_resolver")
+# Flags of runs that start fresh: TensorFlow's own logs (set before it loads), and a cluster
+# resolver (Slurm, Kubernetes: the run supervises a trainer it execs).
+_FRESH_FLAGS = ("--verbosity", "--v=", "-v", "--cluster_resolver")
 # Read when Python starts or TensorFlow loads.
 _READ_AT_START = ("PYTHON", "TF_CPP_", "TF_ENABLE_ONEDNN", "CUDA_", "KERAS_")
 _EXEC = "exec"  # the server's answer when it cannot fork
@@ -61,7 +62,7 @@ def forkable(command, env) -> bool:
         return False
     if command[2] not in _COMMANDS or "TF_CONFIG" in env:
         return False
-    if any(arg.startswith(_LOG_FLAGS) for arg in command[3:]):
+    if any(arg.startswith(_FRESH_FLAGS) for arg in command[3:]):
         return False
     run = _server_environment(env)
     server = _server[2] if _server is not None else _server_environment(os.environ)
@@ -76,11 +77,18 @@ def _server_environment(env) -> dict:
     return env
 
 
+def starter(fresh: bool):
+    """What starts a test's process: `subprocess.Popen` if `fresh`, else `popen`."""
+    return subprocess.Popen if fresh else popen
+
+
 def popen(command, cwd, env, stdout, stderr, start_new_session=False):
     """A `subprocess.Popen` of `command`, or a `Forked` one from the server if `forkable`."""
-    fresh = dict(cwd=cwd, env=env, stdout=stdout, stderr=stderr)
+    given = dict(
+        cwd=cwd, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session
+    )
     if not forkable(command, env):
-        return subprocess.Popen(command, **fresh, start_new_session=start_new_session)
+        return subprocess.Popen(command, **given)
     request = {
         "module": command[2],
         "args": list(command[3:]),
@@ -94,8 +102,8 @@ def popen(command, cwd, env, stdout, stderr, start_new_session=False):
     connection.connect(_started())
     connection.sendall(json.dumps(request).encode() + b"\n")
     forked = Forked(connection)
-    if forked.pid is None:  # the server has more than one thread now: no fork
-        return subprocess.Popen(command, **fresh, start_new_session=start_new_session)
+    if forked.pid is None:  # the server has a thread it did not have at its start: no fork
+        return subprocess.Popen(command, **given)
     return forked
 
 

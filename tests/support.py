@@ -90,7 +90,7 @@ def run_processes(
 
     A run of main, evaluate or predict is forked from a process that has imported TensorFlow
     (tests/forkserver.py) unless `fresh`: a test of what happens while TensorFlow loads."""
-    start = subprocess.Popen if fresh else forkserver.popen
+    start = forkserver.starter(fresh)
     return local.run_processes(commands, log_dir, timeout, cwd=ROOT, start=start)
 
 
@@ -167,7 +167,7 @@ class Started:
         self.name = name
         self._out, self._err = log_dir / f"{name}.out", log_dir / f"{name}.err"
         with open(self._out, "w") as out, open(self._err, "w") as err:
-            self.process = (subprocess.Popen if fresh else forkserver.popen)(
+            self.process = forkserver.starter(fresh)(
                 main_command(*args),
                 cwd=ROOT,
                 env=environment(tf_config),

@@ -24,6 +24,7 @@ OTHER_HASH_SEED = "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"  # not
 @pytest.fixture
 def probe_forkable(monkeypatch):
     monkeypatch.setattr(forkserver, "_COMMANDS", (*forkserver._COMMANDS, PROBE))
+    monkeypatch.delenv("TF_MGPU_TEST_FORK", raising=False)  # these tests are of the forks
 
 
 def start(tmp_path, *args, name="probe", cwd=ROOT, fork=True):
@@ -112,7 +113,8 @@ def test_a_forked_runs_cpu_is_counted(tmp_path, probe_forkable):
         (["tf_mgpu.main"], {"PYTHONHASHSEED": OTHER_HASH_SEED}),  # read when Python starts
     ],
 )
-def test_runs_that_must_start_fresh_are_not_forked(args, env):
+def test_runs_that_must_start_fresh_are_not_forked(args, env, monkeypatch):
+    monkeypatch.delenv("TF_MGPU_TEST_FORK", raising=False)
     base = {**environment(), **env}
     assert forkserver.forkable([sys.executable, "-m", "tf_mgpu.main"], environment())
     assert not forkserver.forkable([sys.executable, "-m", *args], base)
