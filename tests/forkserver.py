@@ -36,7 +36,7 @@ import time
 
 _MODULE_FLAG = "-m"
 # Commands whose runs are forked: the rest (launch, slurm, bench, ...) start other processes.
-_COMMANDS = ("tf_mgpu.main", "tf_mgpu.evaluate", "tf_mgpu.predict")
+_COMMANDS = ("tf_mgpu.main", "tf_mgpu.evaluate", "tf_mgpu.predict", "tests.zoo.one")
 # Flags of runs that start fresh: TensorFlow's own logs (set before it loads), and a cluster
 # resolver (Slurm, Kubernetes: the run supervises a trainer it execs).
 _FRESH_FLAGS = ("--verbosity", "--v=", "-v", "--cluster_resolver")

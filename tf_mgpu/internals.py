@@ -60,6 +60,15 @@ def learning_rate(optimizer: keras.optimizers.Optimizer):
     return _read(optimizer, "_learning_rate", f"keras.optimizers.{type(optimizer).__name__}")
 
 
+def input_signature(model: keras.Model):
+    """The input signature Keras's own `model.export` serves (a functional model's one
+    positional argument of its inputs' structure, a subclassed model's recorded shapes):
+    `keras.export.ExportArchive` takes one, and Keras computes it only in private code."""
+    from keras.src.export import export_utils
+
+    return _read(export_utils, "get_input_signature", "keras.src.export.export_utils")(model)
+
+
 # -- tf.data ----------------------------------------------------------------------------
 
 # TensorFlow's classes of `dataset.batch()`, and of transformations after a batch whose

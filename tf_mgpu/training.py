@@ -22,7 +22,7 @@ from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.input.data import Data
 from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.engine.state.training_state import TrainState, overridden
-from tf_mgpu.engine.step import replicas
+from tf_mgpu.engine.step import replica_state, replicas
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import UserError
 from tf_mgpu.outputs import export, progress, report, reporting, summary, tensorboard
@@ -122,6 +122,10 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         stop.start_training()
     if datasets is None:
         with clock.phase("data"):
+            # Seeded from --seed first: a tf.data shuffle given no seed, or NumPy's global
+            # random, then draws the same in every worker's load_data (each worker reads
+            # its share of one order) and in every run of the command.
+            keras.utils.set_random_seed(config.seed)
             datasets = work.load_data(config)
     if config.stream_shard == "file" and not isinstance(datasets.train, stream.Stream):
         raise UserError(
@@ -248,14 +252,23 @@ def _train(run: _Run) -> Result | None:
                 "test metrics are the model's own (its test_step)"
                 if trainer.state.own_eval
                 else "test metrics are the compiled loss and metrics"
+                if trainer.evaluates
+                else "the test split is not evaluated: the model has no compiled loss, no "
+                "add_loss and no test_step of its own, so Keras's evaluate could not score it"
             ),
             flush=True,
         )
-    differs = replicas.warning(
-        trainer.state.model, run.strategy.num_replicas_in_sync, config.batch_size
-    )
-    if differs:
-        run.chief_print(differs, flush=True)
+    for differs in (
+        replicas.warning(trainer.state.model, run.strategy.num_replicas_in_sync, config.batch_size),
+        replica_state.describe(
+            trainer.state.model,
+            trainer.state.per_replica,
+            run.strategy.num_replicas_in_sync,
+            config.batch_size,
+        ),
+    ):
+        if differs:
+            run.chief_print(differs, flush=True)
     dropped = trainer.train_examples - trainer.train_steps * trainer.global_batch
     if dropped > 0.05 * trainer.train_examples:
         run.chief_print(report.dropped_line(dropped, trainer.train_examples, trainer.global_batch))
@@ -381,6 +394,9 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
             with run.clock.phase("export"):
                 facts["exports"] = _export(trainer, run.outputs.model_dir)
             facts["seconds"] = run.clock.breakdown()
+            # The peak so far was training's; the end of the run (its files) may raise it.
+            facts["peak_host_memory_training_mib"] = facts["peak_host_memory_mib"]
+            facts.update(report.memory_use())
             run.outputs.summary(facts)
     except OSError as e:
         raise UserError(

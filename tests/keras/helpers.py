@@ -6,11 +6,13 @@ batch of 32 against 2 replicas of 16, so they hold on any CPU.
 """
 
 import dataclasses
+import inspect
 import json
 import pathlib
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests import support
@@ -18,7 +20,7 @@ from tests.support import ROOT, cpu_strategy
 from tests.test_training_tasks import import_file, weights
 from tf_mgpu import training
 from tf_mgpu.config import Config
-from tf_mgpu.engine.input import data
+from tf_mgpu.engine.input import data, stream_batched
 
 FILES = ROOT / "tests" / "keras_files"
 
@@ -175,10 +177,83 @@ def keras_input(a):
 def keras_fit_in_tf_mgpus_order(task, epochs: int, global_batch: int) -> keras.Model:
     """Keras `fit` on one device in float64 (`built_as_tf_mgpu_builds`), on the training
     arrays in the order tf_mgpu trains them, in one call as a run is one."""
-    (x, y), _ = task.load_data()
-    examples = len(tf.nest.flatten(y)[0])
+    x, y, *w = task.load_data()[0]
+    examples = len(tf.nest.flatten(x)[0])
     order = np.concatenate([data.epoch_order(examples, 3, e).numpy() for e in range(epochs)])
     model = built_as_tf_mgpu_builds(task)
-    x, y = tf.nest.map_structure(lambda a: keras_input(a[order]), (x, y))
-    model.fit(x, y, batch_size=global_batch, shuffle=False, verbose=0)
+
+    def ordered(part):
+        return (
+            None if part is None else tf.nest.map_structure(lambda a: keras_input(a[order]), part)
+        )
+
+    x, y, w = ordered(x), ordered(y), ordered(w[0] if w else None)
+    model.fit(x, y, sample_weight=w, batch_size=global_batch, shuffle=False, verbose=0)
     return model
+
+
+# What a run's weights are compared with: Keras fit on one device (FIT), tf_mgpu on one device
+# (ONE_DEVICE, where Keras fit cannot run it in float64), or nothing (any other word says why).
+FIT, ONE_DEVICE = "fit", "one device"
+
+
+def own_objects(module) -> dict:
+    """What a user hands load_model: the functions and classes their file defines."""
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if (inspect.isfunction(value) or inspect.isclass(value))
+        and value.__module__ == module.__name__
+    }
+
+
+def keras_evaluate(model: keras.Model, split, batch_size: int) -> dict:
+    """Keras's own `evaluate` of `model` on a split as load_data returns it."""
+    if isinstance(split, tf.data.Dataset):
+        _, batched = stream_batched.unbatched(split)  # a dataset batched for fit stays so
+        given = {"x": split if batched else split.batch(batch_size)}
+    else:
+        names = ("x", "y", "sample_weight")
+        given = dict(zip(names, tf.nest.map_structure(keras_input, split), strict=False))
+        given["batch_size"] = batch_size
+    return model.evaluate(**given, return_dict=True, verbose=0)
+
+
+def trained_like_keras(name: str, tmp_path: pathlib.Path, compared: str = FIT, **settings):
+    """The file `name` trained one epoch on 2 replicas (float64 where compared), exported: its
+    `model.keras`, reloaded by Keras, evaluates to the run's test figures, and its weights
+    equal Keras fit's (or one device's) on the same examples in the same order. Returns the
+    run."""
+    compare = compared in (FIT, ONE_DEVICE)
+    config = Config(
+        task=str(path_of(name)),
+        batch_size=16,
+        epochs=1,
+        seed=3,
+        model_dir=str(tmp_path),
+        jit_compile=False,
+        dtype="float64" if compare else None,
+    )
+    config = dataclasses.replace(config, **settings)
+    result = training.run(config, strategy=cpu_strategy(2))
+    task = load(name)
+    reloaded = keras.saving.load_model(tmp_path / "model.keras", custom_objects=own_objects(task))
+    says = keras_evaluate(reloaded, task.load_data()[-1], result.summary["global_batch"])
+    figures = {k[len("test_") :]: v for k, v in result.summary.items() if k.startswith("test_")}
+    assert set(says) <= set(figures), (says, figures)
+    for key, value in says.items():
+        assert figures[key] == pytest.approx(value, abs=1e-5), key
+    if compared == FIT:
+        fitted = keras_fit_in_tf_mgpus_order(task, 1, result.summary["global_batch"])
+        other = fitted.weights
+    elif compared == ONE_DEVICE:
+        one = dataclasses.replace(
+            config, batch_size=2 * config.batch_size, model_dir=str(tmp_path / "one")
+        )
+        other = training.run(one, strategy=cpu_strategy(1)).state.model.weights
+    else:
+        return result
+    for a, b in zip(result.state.model.weights, other, strict=True):
+        # Keras keeps the learning rate and its optimizer's constants in float32: 1e-8 seen.
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, rtol=0, err_msg=a.path)
+    return result

@@ -81,17 +81,18 @@ def test_weighted_test_loss_equals_keras_evaluate_and_class_weights_raise_recall
     ("weights", "said"),
     [
         (lambda n: -np.ones(n), "sample_weight_train holds negative weights"),
-        (lambda n: np.ones((n, 2)), "sample_weight_train has shape"),
+        (lambda n: np.ones((n, 2)), r"sample weights have shape \(2,\) per example, but the"),
+        (lambda n: np.ones(n + 1), "sample_weight_train has shape"),
         (lambda n: np.full(n, np.nan), "sample_weight_train holds"),
     ],
-    ids=["negative", "shape", "nan"],
+    ids=["negative", "shape", "rows", "nan"],
 )
 def test_bad_sample_weights_are_one_line(weights, said):
     module = load("binary_classifier_task")
     (x, y, _), test = module.load_data()
     module.load_data = lambda: ((x, y, weights(len(y))), test)
     with pytest.raises(UserError, match=said):
-        adapter.load(module).load_data(Config())
+        training.run(FLOAT64, module, strategy=cpu_strategy(1))
 
 
 def test_class_weight_missing_a_class_or_on_a_dataset_is_one_line():

@@ -308,11 +308,10 @@ def recompiled(**compile_args):
     [
         ({"loss": {"price": "mse", "sell": "mse"}}, "compile's loss is a dict keyed price, sell"),
         ({"loss": ["mse"] * 3}, "compile's loss is a list of 3, but the model has 2 outputs"),
-        ({"loss": {"price": "mse", "sold": None}}, "gives output 'sold' no loss"),
         ({"loss": "mse", "metrics": ["mae"]}, "does not say which of the model's 2 outputs"),
         ({"loss": "mse", "loss_weights": {"price": 1.0}}, "compile's loss_weights is a dict"),
     ],
-    ids=["loss_keys", "loss_count", "no_loss", "flat_metrics", "weight_keys"],
+    ids=["loss_keys", "loss_count", "flat_metrics", "weight_keys"],
 )
 def test_compile_arguments_that_do_not_fit_the_outputs_are_one_line(compile_args, said):
     with pytest.raises(UserError, match=said):

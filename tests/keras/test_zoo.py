@@ -9,24 +9,14 @@ training, keeps no per-replica statistics and reads arrays, its weights also equ
 on one device, on the same examples in the same order, in float64.
 """
 
-import dataclasses
-import inspect
 import sys
 
-import keras
-import numpy as np
 import pytest
-import tensorflow as tf
 
 from tests import support
-from tests.keras.helpers import keras_fit_in_tf_mgpus_order, keras_input, load, path_of
-from tests.support import cpu_strategy
-from tf_mgpu import training
-from tf_mgpu.config import Config
+from tests.keras.helpers import FIT, ONE_DEVICE, path_of, trained_like_keras
 
-# Each model, and what its weights are compared with: Keras fit on one device (FIT), tf_mgpu
-# on one device (ONE_DEVICE, where Keras fit cannot run it in float64), or nothing, and why.
-FIT, ONE_DEVICE = "fit", "one device"
+# Each model, and what its weights are compared with (see `trained_like_keras`).
 ZOO = {
     "masked_lstm": FIT,  # text: Embedding(mask_zero=True) and an LSTM
     "gru_regression": FIT,  # a recurrent regression
@@ -46,16 +36,6 @@ ZOO = {
 }
 
 
-def own_objects(module) -> dict:
-    """What a user hands load_model: the functions and classes their file defines."""
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if (inspect.isfunction(value) or inspect.isclass(value))
-        and value.__module__ == module.__name__
-    }
-
-
 def evaluate_command(name: str, model_dir) -> str:
     """What `python -m tf_mgpu.evaluate --task=... --model=model_dir` prints."""
     command = [sys.executable, "-m", "tf_mgpu.evaluate", f"--task={path_of(name)}"]
@@ -69,41 +49,7 @@ def evaluate_command(name: str, model_dir) -> str:
 
 @pytest.mark.parametrize("name", list(ZOO))
 def test_a_keras_io_model_trains_exports_reloads_and_matches_keras(tmp_path, name):
-    compared = ZOO[name] in (FIT, ONE_DEVICE)
-    config = Config(
-        task=str(path_of(name)),
-        batch_size=16,
-        epochs=1,
-        seed=3,
-        model_dir=str(tmp_path),
-        jit_compile=False,
-        dtype="float64" if compared else None,
-    )
-    result = training.run(config, strategy=cpu_strategy(2))
-    task = load(name)
-    reloaded = keras.saving.load_model(tmp_path / "model.keras", custom_objects=own_objects(task))
-    test = task.load_data()[-1]
-    names = ("x", "y", "sample_weight")
-    if isinstance(test, tf.data.Dataset):
-        given = {"x": test}
-    else:
-        given = dict(zip(names, tf.nest.map_structure(keras_input, test), strict=False))
-    says = reloaded.evaluate(**given, return_dict=True, verbose=0)
-    figures = {k[len("test_") :]: v for k, v in result.summary.items() if k.startswith("test_")}
-    assert set(says) <= set(figures), (says, figures)
-    for key, value in says.items():
-        assert figures[key] == pytest.approx(value, abs=1e-5), key
+    result = trained_like_keras(name, tmp_path, ZOO[name])
     if name == "function_loss":  # `evaluate --task` finds the function in the task file
         evaluated = evaluate_command(name, tmp_path)
         assert f"test_loss {result.summary['test_loss']:.4f}" in evaluated, evaluated
-    if ZOO[name] == FIT:
-        fitted = keras_fit_in_tf_mgpus_order(task, 1, result.summary["global_batch"])
-        other = fitted.weights
-    elif ZOO[name] == ONE_DEVICE:
-        config = dataclasses.replace(config, batch_size=32, model_dir=str(tmp_path / "one"))
-        other = training.run(config, strategy=cpu_strategy(1)).state.model.weights
-    else:
-        return
-    for a, b in zip(result.state.model.weights, other, strict=True):
-        # Keras keeps the learning rate and its optimizer's constants in float32: 1e-8 seen.
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, rtol=0, err_msg=a.path)

@@ -107,10 +107,10 @@ MUTATIONS = (
     ),
     Mutation(
         behaviour="training's test metrics count padding for nothing",
-        what="the padding measured by the metrics",
-        path="tf_mgpu/engine/step/replica_steps.py",
-        old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
-        new="    sums.measure(x, y, y_pred, w, real=weights >= 0)",
+        what="the padded last step's padding counted as examples",
+        path="tf_mgpu/engine/input/share.py",
+        old="    return max(0, min(per_replica, last - replica * per_replica))",
+        new="    return per_replica",
         tests=(
             "tests/keras/test_data_and_metrics.py::"
             "test_stateful_metrics_are_exact_across_replicas_and_equal_keras_evaluate",
@@ -119,17 +119,17 @@ MUTATIONS = (
     Mutation(
         behaviour="the evaluate command counts every example once",
         what="the last, padded, batch skipped",
-        path="tf_mgpu/engine/step/evaluation.py",
-        old="        steps=data.eval_steps(len(split), global_batch),",
-        new="        steps=data.eval_steps(len(split), global_batch) - 1,",
+        path="tf_mgpu/engine/step/loop.py",
+        old="    if last is not None and (count == 0 or end == total):",
+        new="    if last is not None and count == 0:",
         tests=("tests/test_evaluate.py::test_every_example_counts_once_on_four_replicas",),
     ),
     Mutation(
         behaviour="weighted_metrics take the sample weights",
         what="the sample weights not given to the metrics",
         path="tf_mgpu/engine/step/replica_steps.py",
-        old="    sums.measure(x, y, y_pred, w, real=weights > 0)",
-        new="    sums.measure(x, y, y_pred, None, real=weights > 0)",
+        old="        sums.measure(x, keras_labels(y), y_pred, w)",
+        new="        sums.measure(x, keras_labels(y), y_pred, None)",
         tests=(
             "tests/keras/test_weighted_metrics.py::"
             "test_weighted_and_unweighted_metrics_equal_keras_evaluate_on_two_replicas",

@@ -42,7 +42,16 @@ BAD_TASKS = {
     ),
     "not_compiled": (
         GOOD_MODEL.replace("    model.compile(", "    dict(") + GOOD_DATA,
-        "is not compiled with a loss",
+        "is not compiled; call model.compile(optimizer=..., loss=...",
+    ),
+    "no_loss": (
+        GOOD_MODEL.replace(', loss="sparse_categorical_crossentropy"', "") + GOOD_DATA,
+        "compiled without a loss, whose train_step does not make one (no add_loss either)",
+    ),
+    "no_labels": (
+        GOOD_MODEL
+        + GOOD_DATA.replace("return (x, y), (x[:16], y[:16])", "return (x, None), (x, None)"),
+        "load_data's y is None, but the model is compiled with a loss",
     ),
     "wrong_shape": (
         GOOD_MODEL + GOOD_DATA.replace("(64, 4)", "(64, 5)"),

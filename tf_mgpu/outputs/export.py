@@ -1,18 +1,24 @@
 """The trained model as files that outlive training: `model.keras` and a SavedModel.
 
-  model.keras    the task's model, compiled as build_model() compiled it, with
-                 the trained weights: `keras.saving.load_model` reads it back
-                 (custom layers need their module importable, as in Keras).
+  model.keras    the trained model as Keras's own `model.save` writes it: every
+                 layer's config and dtype, its state (a lookup layer's vocabulary,
+                 an adapted Normalization's statistics), the compile and the
+                 optimizer's state, so `keras.saving.load_model` then `fit`
+                 continues the run (custom layers need their module importable,
+                 as in Keras).
   saved_model/   `model.export`'s SavedModel, for TF Serving: `serve` takes
                  what the model takes.
 
-Both are float32 copies built outside any strategy, whatever dtype training
-used, so neither building nor saving involves a collective. Each is written
-under another name and renamed into place: a killed run never leaves half an
-export. A task may export otherwise (`export(model, model_dir)`, as the
-built-in MNIST tasks do).
+Both are written from the trained model itself, outside any strategy (its mirrored
+variables are read where they live, with no collective), except where training ran
+under a mixed or float64 policy: then from a float32 copy built from the model's own
+config, its float layers in float32 and every other dtype kept (an integer
+`Hashing`, a string lookup), its weights and optimizer state copied. Each is written
+under another name and renamed into place: a killed run never leaves half an export.
+A task may export otherwise (`export(model, model_dir)`, as the built-in MNIST tasks do).
 """
 
+import functools
 import inspect
 import os
 import shutil
@@ -30,28 +36,67 @@ from tf_mgpu.errors import UserError
 KERAS = "model.keras"
 SAVED_MODEL = "saved_model"
 
+# Policies whose copy is float32: what a run's --dtype (or a task's policy) trains in.
+_FLOAT_POLICIES = ("mixed_float16", "mixed_bfloat16", "float64", "float16", "bfloat16")
+
 
 def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
-    """Writes a float32 copy of `model` into `model_dir`; returns the paths written.
+    """Writes `model` into `model_dir` (see the module's docstring); returns the paths.
 
-    Call it outside any strategy scope, on the chief only. Raises OSError if
-    the disk refuses. A subclassed model that cannot be rebuilt from its
-    config (`get_config`) gets a SavedModel of the trained model only, and
-    `say` tells the user in one line (its weights are in model.weights.h5).
+    Call it outside any strategy scope, on the chief only. Raises OSError if the disk
+    refuses. A model Keras could not load back (a subclassed model with no
+    `get_config`, a Lambda of a Python lambda) gets a SavedModel only, and `say` tells
+    the user in one line (its weights are in model.weights.h5).
     """
+    if tf.distribute.has_strategy():
+        raise RuntimeError("export outside strategy.scope(): the model's variables are mirrored")
     saved_model = os.path.join(model_dir, SAVED_MODEL)
-    try:
-        exported = float32_copy(model)
-    except NotRebuildable as e:
+    why = _not_loadable(model)
+    if why:
         say(
-            f"tf_mgpu export: {type(model).__name__} cannot be rebuilt from its config ({e}); "
+            f"tf_mgpu export: {type(model).__name__} cannot be rebuilt from its config ({why}); "
             f"wrote {SAVED_MODEL}/ and model.weights.h5 but no {KERAS}: {_advice(model)}"
         )
-        write_dir(saved_model, lambda folder: model.export(folder, verbose=False))
+        write_dir(saved_model, lambda folder: write_saved_model(model, folder))
         return [saved_model]
+    exported = float32_copy(model) if _trained_in_float_policy(model) else model
     write_keras(exported, model_dir)
-    write_dir(saved_model, lambda folder: exported.export(folder, verbose=False))
+    if type(model).call is keras.Model.call:  # no forward pass to serve (a GAN trainer)
+        say(
+            f"tf_mgpu export: {type(model).__name__} has no call() to serve, so no "
+            f"{SAVED_MODEL}/; {KERAS} holds it (its parts are its attributes)"
+        )
+        return [os.path.join(model_dir, KERAS)]
+    write_dir(saved_model, lambda folder: write_saved_model(exported, folder))
     return [os.path.join(model_dir, KERAS), saved_model]
+
+
+def write_saved_model(model: keras.Model, folder: str) -> None:
+    """What `model.export(folder)` writes (an endpoint `serve` taking what the model takes),
+    each variable stored once.
+
+    Keras's own export tracks the model's Keras variables and, apart, the tf.Variables its
+    endpoint reads, and TensorFlow stores both: every weight twice, on disk and in memory
+    wherever it is loaded (keras-team/keras#23553, open). Here only the layers that hold
+    other resources (a lookup layer's table) are tracked; the endpoint's variables are
+    tracked as it reads them, once. A model whose endpoint reads a resource no layer
+    tracks gets Keras's own export."""
+    archive = keras.export.ExportArchive()
+    for layer in _layers(model):
+        if hasattr(layer, "save_assets"):  # Keras's lookup layers: their tables
+            archive.track(layer)
+    try:
+        archive.add_endpoint(
+            "serve",
+            functools.partial(model.__call__, training=False),
+            internals.input_signature(model),
+        )
+        archive.write_out(folder, verbose=False)
+    except (AssertionError, ValueError) as e:
+        if "untracked" not in str(e):
+            raise
+        shutil.rmtree(folder, ignore_errors=True)
+        model.export(folder, verbose=False)
 
 
 def _advice(model: keras.Model) -> str:
@@ -83,52 +128,102 @@ def _python_lambdas(model: keras.Model) -> list[str]:
     ]
 
 
-class NotRebuildable(Exception):  # noqa: N818 (an outcome the export handles)
-    """A subclassed model whose class cannot be built again from its config."""
+def _not_loadable(model: keras.Model) -> str | None:
+    """Why `keras.saving.load_model` could not read the model back, in Keras's words, or
+    None: a Lambda of a Python lambda (refused by safe_mode), or a subclassed model whose
+    class cannot be made from its config."""
+    if _python_lambdas(model):
+        return (
+            "Requested the deserialization of a `Lambda` layer whose `function` is a Python lambda"
+        )
+    if _is_graph(model):
+        return None
+    try:
+        with keras.saving.custom_object_scope(_own_objects(model)):
+            type(model).from_config(model.get_config())
+    except (NotImplementedError, TypeError, ValueError) as e:
+        said = " ".join(str(e).split()).split(". ")[0]  # Keras's first sentence says why
+        return said or type(e).__name__
+    return None
+
+
+def _is_graph(model: keras.Model) -> bool:
+    """A Sequential or functional model: Keras rebuilds it from its layers' configs."""
+    return isinstance(model, keras.Sequential) or type(model).__name__ == "Functional"
+
+
+def _trained_in_float_policy(model: keras.Model) -> bool:
+    """Whether any layer computes or keeps its variables in another float than float32."""
+    return any(layer.dtype_policy.name in _FLOAT_POLICIES for layer in [model, *_layers(model)])
 
 
 def float32_copy(model: keras.Model) -> keras.Model:
-    """A copy of `model` with float32 layers, the trained weights and layer state (a lookup
-    layer's vocabulary, an adapted Normalization's statistics), and the same compile.
-
-    Its variables are new and outside any strategy, so saving it reads no
-    mirrored or sync-on-read variable (reading those can be collective).
-    Sequential and functional models are cloned layer by layer; a subclassed
-    one is rebuilt from its config, as `keras.saving.load_model` would.
+    """A copy of `model` built from its own config, its float layers in float32 and every
+    other dtype kept, with the trained weights, each layer's state and the optimizer's
+    state, outside any strategy (its variables are new: saving it reads nothing mirrored).
     """
-    if tf.distribute.has_strategy():
-        raise RuntimeError("export outside strategy.scope(): variables made inside are mirrored")
-
-    def float32_layer(layer):
-        config = layer.get_config()
-        # An operation called on Keras tensors (`x + 3.0` in keras.applications' MobileNetV3)
-        # is cloned too, and takes no dtype.
-        if isinstance(layer, keras.layers.Layer):
-            config = {**config, "dtype": "float32"}
-        return type(layer).from_config(config)
-
+    config = _float32_config(keras.saving.serialize_keras_object(model))
+    # Compiled below with the model's own loss and metrics (a loss defined inside build_model,
+    # a closure, has no name Keras's config could find it by), unless the class compiles
+    # its own way (a GAN's compile(d_optimizer, g_optimizer, ...)): then from its config.
+    own_compile = type(model).compile is not keras.Model.compile
+    if not own_compile:
+        config.pop("compile_config", None)
     policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("float32")  # what a subclassed model's layers are made in
+    keras.config.set_dtype_policy("float32")
     try:
-        try:
-            with keras.saving.custom_object_scope(_own_objects(model)):
-                copy = keras.models.clone_model(model, clone_function=float32_layer)
-        except ValueError:  # a subclassed model: Keras clones only graphs of layers
-            copy = _rebuilt(model)
+        with keras.saving.custom_object_scope(_own_objects(model)):
+            copy = keras.saving.deserialize_keras_object(config)
     finally:
         keras.config.set_dtype_policy(policy)
-    copy.set_weights(model.get_weights())
+    if not copy.built:
+        shapes = (model.get_build_config() or {}).get("input_shape")
+        copy(_zeros(shapes))
+    for source, target in zip(model.weights, copy.weights, strict=True):
+        target.assign(np.asarray(source.numpy()).astype(target.dtype))
     _copy_state(model, copy)
-    optimizer = model.optimizer
-    plain, weighted = internals.compiled_metrics(model)
-    copy.compile(
-        optimizer=type(optimizer).from_config(optimizer.get_config()),
-        loss=model.loss,
-        loss_weights=internals.compiled_loss_weights(model),
-        metrics=_fresh_metrics(plain),
-        weighted_metrics=None if weighted is None else _fresh_metrics(weighted),
-    )
+    if getattr(model, "compiled", False) and not own_compile:
+        plain, weighted = internals.compiled_metrics(model)
+        optimizer = model.optimizer
+        copy.compile(
+            optimizer=type(optimizer).from_config(optimizer.get_config()),
+            loss=model.loss,
+            loss_weights=internals.compiled_loss_weights(model),
+            # The metric objects themselves: the copy is saved, never evaluated, and saving
+            # writes their configs (a function of the task's own, made anew, would not be
+            # found by name).
+            metrics=plain,
+            weighted_metrics=weighted,
+        )
+    if getattr(copy, "optimizer", None) is not None and model.optimizer is not None:
+        copy.optimizer.build(copy.trainable_variables)
+        # By path: a LossScaleOptimizer holds its inner optimizer's variables and its own.
+        trained = {v.path: v for v in model.optimizer.variables}
+        for target in copy.optimizer.variables:
+            source = trained.get(target.path)
+            if source is not None and tuple(source.shape) == tuple(target.shape):
+                target.assign(np.asarray(source.numpy()).astype(target.dtype))
     return copy
+
+
+def _float32_config(config):
+    """A serialized model's config with every float dtype policy and float input dtype
+    (other than float32) made float32; integer, string and bool dtypes kept."""
+    if isinstance(config, dict):
+        if config.get("class_name") in ("DTypePolicy", "FloatDTypePolicy") and isinstance(
+            config.get("config"), dict
+        ):
+            name = config["config"].get("name")
+            if name in _FLOAT_POLICIES:
+                return {**config, "config": {**config["config"], "name": "float32"}}
+        found = {key: _float32_config(value) for key, value in config.items()}
+        for key in ("dtype", "compute_dtype"):
+            if found.get(key) in _FLOAT_POLICIES:
+                found[key] = "float32"
+        return found
+    if isinstance(config, list):
+        return [_float32_config(item) for item in config]
+    return config
 
 
 def _own_objects(model: keras.Model) -> dict:
@@ -143,6 +238,8 @@ def _own_objects(model: keras.Model) -> dict:
         model.loss,
         *internals.compiled_metrics(model),
         functions,
+        type(model),
+        [type(layer) for layer in _layers(model)],
     ]
     found = {}
     for item in tf.nest.flatten(given):
@@ -152,22 +249,6 @@ def _own_objects(model: keras.Model) -> dict:
         if not kind.__module__.startswith("keras."):
             found[keras.saving.get_registered_name(kind)] = kind
     return found
-
-
-def _rebuilt(model: keras.Model) -> keras.Model:
-    """A subclassed model built anew from its config and called once, as Keras's loading
-    does; NotRebuildable if its class cannot do that."""
-    try:
-        config = {**model.get_config(), "dtype": "float32"}
-        copy = type(model).from_config(config)
-    except (NotImplementedError, TypeError, ValueError) as e:
-        said = " ".join(str(e).split()).split(". ")[0]  # Keras's first sentence says why
-        raise NotRebuildable(said or type(e).__name__) from None
-    shapes = (model.get_build_config() or {}).get("input_shape")
-    if shapes is None:
-        raise NotRebuildable("it was never called, so its input shape is unknown")
-    copy(_zeros(shapes))
-    return copy
 
 
 def _zeros(shapes):
@@ -204,20 +285,6 @@ def _layers(model: keras.Layer) -> list[keras.Layer]:
     for layer in getattr(model, "layers", []):
         found += [layer, *_layers(layer)]
     return found
-
-
-def _fresh_metrics(metrics):
-    """compile's metrics as given (a list, or per output a dict or list of lists), with a
-    new object for each metric object: the compiled ones' variables belong to the strategy."""
-    if metrics is None:
-        return []
-
-    def fresh(metric):
-        if isinstance(metric, keras.metrics.Metric):
-            return type(metric).from_config(metric.get_config())
-        return metric
-
-    return tf.nest.map_structure(fresh, metrics)
 
 
 def write_keras(model: keras.Model, model_dir: str) -> str:

@@ -118,18 +118,18 @@ def _listed(words: list[str]) -> str:
 
 def epoch_line(record: dict, epochs: int) -> str:
     width = len(str(epochs))
-    validation = f"  {values(record, 'val', loss_first=True)}" if "val_loss" in record else ""
+    parts = [values(record, split, loss_first=True) for split in ("train", "val", "test")]
     return (
         f"epoch {record['epoch']:{width}d}/{epochs}"
-        f"  {values(record, 'train', loss_first=True)}{validation}"
-        f"  {values(record, 'test', loss_first=True)}"
-        f"  {record['examples_per_second']:,.0f} ex/s  {record['seconds']:.1f} s"
+        + "".join(f"  {part}" for part in parts if part)
+        + f"  {record['examples_per_second']:,.0f} ex/s  {record['seconds']:.1f} s"
     )
 
 
 def final_line(summary: dict) -> str:
+    test = values(summary, "test", loss_first=False) or "no test split evaluated"
     return (
-        f"tf_mgpu done: {values(summary, 'test', loss_first=False)}"
+        f"tf_mgpu done: {test}"
         f"  {summary['examples_per_second']:,.0f} ex/s over {summary['train_seconds']:.1f} s"
         f"  peak host memory {summary['peak_host_memory_mib']:,.0f} MiB"
     )
@@ -146,7 +146,8 @@ def values(record: dict, split: str, *, loss_first: bool) -> str:
         if key.startswith(f"{split}_") and key not in (f"{split}_loss", f"{split}_examples")
     ]
     shown = [(name, record[f"{split}_{name}"]) for name in names]
-    loss = [("loss", record[f"{split}_loss"])]
+    # A model's own train_step may report no loss (a GAN's d_loss and g_loss).
+    loss = [("loss", record[f"{split}_loss"])] if f"{split}_loss" in record else []
     pairs = loss + shown if loss_first else shown + loss
     return "  ".join(
         f"{split}_{'acc' if name == 'accuracy' else name} {value:.4f}" for name, value in pairs

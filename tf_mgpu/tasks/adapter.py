@@ -192,30 +192,43 @@ def _split(pair, where: str, name: str) -> data.Split | stream.Stream | source.S
             f"a tf.data.Dataset of (x, y) elements, or an object read by index (__len__ "
             f"and __getitem__(i) returning (x, y))"
         ) from None
-    x = {k: np.asarray(v) for k, v in x.items()} if isinstance(x, dict) else np.asarray(x)
+    x = _inputs(x)
     y = _labels(y)
     labels = [(data.in_split(key, name), array) for key, array in data.labelled(y)]
     for key, array in labels:
         if array.ndim == 0:
             raise UserError(f"{where}: {key} is a single value; give one label per example")
-    first, y_rows = labels[0][0], len(labels[0][1])
-    w = _sample_weights(weights[0], y_rows, where, name) if weights else None
-    features = x.items() if isinstance(x, dict) else [(f"x_{name}", x)]
-    for key, array in [*features, *labels[1:]]:
-        if array.ndim == 0 or len(array) != y_rows:
-            rows = len(array) if array.ndim else "no"
+    named = [(data.in_split(key, name), array) for key, array in data.features(x)]
+    first, rows = (labels or named)[0][0], len((labels or named)[0][1])
+    w = _sample_weights(weights[0], rows, where, name) if weights else None
+    for key, array in [*named, *labels]:
+        if array.ndim == 0 or len(array) != rows:
+            shown = len(array) if array.ndim else "no"
             raise UserError(
-                f"{where}: {key} has {rows} rows but {first} has {y_rows}; "
+                f"{where}: {key} has {shown} rows but {first} has {rows}; "
                 f"give x and y one row per example"
             )
-    if y_rows == 0:
+    if rows == 0:
         raise UserError(f"{where}: the {name} split is empty; load_data() must return examples")
     return data.Split(x, y, w)
 
 
+def _inputs(x):
+    """load_data's x as arrays: one, a dict keyed by the inputs' names, or for a model with
+    several inputs a tuple in their order (a list of arrays, as `fit(x=[a, b])` takes it)."""
+    if isinstance(x, dict):
+        return {key: np.asarray(array) for key, array in x.items()}
+    if isinstance(x, (list, tuple)) and len(x) > 1 and all(_is_array(a) for a in x):
+        return tuple(np.asarray(array) for array in x)
+    return np.asarray(x)
+
+
 def _labels(y):
     """load_data's y as arrays: one, or for a model with several outputs a dict of them
-    (keyed by the outputs' names) or a tuple (in their order), as Keras takes them."""
+    (keyed by the outputs' names) or a tuple (in their order), as Keras takes them; `()`
+    for None (a model trained without labels, as `fit(x)` trains it)."""
+    if y is None:
+        return ()
     if isinstance(y, dict) and y:
         return {key: np.asarray(array) for key, array in y.items()}
     if isinstance(y, (list, tuple)) and y and all(_is_array(labels) for labels in y):
@@ -228,14 +241,17 @@ def _is_array(value) -> bool:
 
 
 def _sample_weights(given, rows: int, where: str, name: str) -> np.ndarray:
-    """The split's sample weights as a float array of one non-negative value per example."""
+    """The split's sample weights as a float array of non-negative values: one per example,
+    or one per position of a loss of several values per example (a weight per token, shape
+    (rows, tokens)), as Keras's `fit(sample_weight=...)` takes them."""
     w = np.asarray(given)
     if w.ndim == 2 and w.shape[1] == 1:
         w = w[:, 0]
-    if w.shape != (rows,) or not np.issubdtype(w.dtype, np.number):
+    if w.ndim == 0 or w.shape[0] != rows or not np.issubdtype(w.dtype, np.number):
         raise UserError(
             f"{where}: sample_weight_{name} has shape {w.shape} ({w.dtype}); give one number "
-            f"per example, shape ({rows},)"
+            f"per example, shape ({rows},), or one per position of the loss, shape "
+            f"({rows}, ...)"
         )
     w = w.astype(np.float32 if w.dtype != np.float64 else np.float64)
     if np.isfinite(w).all() and (w < 0).any():
@@ -271,5 +287,7 @@ def _class_weighted(split, class_weight: dict, where: str) -> data.Split:
     for label, weight in class_weight.items():
         if 0 <= label < len(table):
             table[label] = weight
-    weights = table[classes] if split.w is None else table[classes] * split.w
+    weights = table[classes]
+    if split.w is not None:  # one weight per example, or per position (rank 2 or more)
+        weights = weights.reshape(-1, *[1] * (split.w.ndim - 1)) * split.w
     return data.Split(split.x, split.y, weights.astype(np.float32))

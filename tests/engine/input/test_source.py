@@ -174,12 +174,13 @@ def test_a_source_read_by_index_on_two_replicas_trains_like_one_device(tmp_path)
     assert_same_weights(one, two, atol=1e-10)
     assert one.summary["history"][-1]["train_examples"] == 1024
     # Each of the two runs reads every training example once per epoch (1024 = 32 global
-    # batches of 32), and examples 0 and 1 a few more times at start (to build the model):
-    # nothing scanned before training, nothing read twice in an epoch.
+    # batches of 32), and the first per-replica batch (16, or 32 on one device) a few more
+    # times at start, to build the model: nothing scanned before training, nothing read
+    # twice in an epoch.
     (train,) = reads(tmp_path).values()
     counts = np.bincount(train, minlength=1024)
-    assert (counts[2:] == 2 * 2).all(), np.unique(counts[2:])
-    assert (counts[:2] >= 2 * 2).all()
+    assert (counts[32:] == 2 * 2).all(), np.unique(counts[32:])
+    assert (counts[:32] >= 2 * 2).all()
 
 
 def test_a_bad_example_met_in_training_is_one_line_naming_its_index():
@@ -204,10 +205,10 @@ def test_two_workers_each_read_only_their_share_and_train_like_one_device(tmp_pa
     cluster, one = two_workers_and_one_device(tmp_path, task, epochs=2)
     per_worker = {name: rows for name, rows in reads(logs).items() if name != own_log()}
     assert len(per_worker) == 2, per_worker.keys()
-    # Over both workers, each training example once per epoch, plus the first few each
-    # reads at start; so each worker reads about half.
+    # Over both workers, each training example once per epoch, plus the first per-replica
+    # batch (16) each reads at start; so each worker reads about half.
     both = np.bincount([r for rows in per_worker.values() for r in rows], minlength=1024)
-    assert (both[2:] == 2).all(), np.unique(both[2:])
+    assert (both[16:] == 2).all(), np.unique(both[16:])
     for name, rows in per_worker.items():
         assert len(rows) <= 0.55 * 2 * 1024, (name, len(rows))
     for key in ("train_loss", "val_loss", "test_loss", "test_accuracy"):
@@ -220,7 +221,7 @@ def own_log() -> str:
     return f"reads.{os.getpid()}"
 
 
-def test_sample_weights_are_one_number_each_and_a_negative_one_is_named():
+def test_sample_weights_are_read_as_given_and_a_negative_one_is_named():
     class Weighted(Reader):
         def __getitem__(self, i):
             x, y = super().__getitem__(i)
@@ -230,7 +231,7 @@ def test_sample_weights_are_one_number_each_and_a_negative_one_is_named():
     first = src.take(slice(0, 4))
     assert (first.x.shape, first.y.shape, first.w.shape) == ((4, 2), (4,), (4,))
     assert first.w.dtype == np.float32
-    with pytest.raises(UserError, match=r"example 9 has sample_weight -1\.0; give one number"):
+    with pytest.raises(UserError, match=r"example 9 has sample_weight -1\.0; give weights >= 0"):
         src.take([9])
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.keras.helpers import FILES, two_workers_and_one_device
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
@@ -170,3 +171,17 @@ def test_a_bad_example_of_a_dataset_of_known_length_is_one_line_naming_it(bad, s
         training.run(
             Config(epochs=1, batch_size=8), KnownLength({37: bad}), strategy=cpu_strategy(1)
         )
+
+
+@pytest.mark.cluster
+def test_an_unseeded_shuffle_on_two_workers_reads_every_example_once_per_epoch(tmp_path):
+    """The user's `dataset.shuffle(256)` has no seed: each worker's load_data would shuffle
+    otherwise, and the workers' shares of a global batch would overlap. Seeded from --seed
+    before load_data, every worker reads the same order: the mean id is exactly 511.5 each
+    epoch, and the run trains as one device does."""
+    task = str(FILES / "shuffled_dataset.py")
+    cluster, one = two_workers_and_one_device(tmp_path, task, epochs=2)
+    for record in cluster["history"]:
+        assert record["train_mean_id"] == 511.5, record
+    for mine, its in zip(cluster["history"], one.summary["history"], strict=True):
+        assert mine["train_loss"] == pytest.approx(its["train_loss"], abs=1e-9)

@@ -4,6 +4,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from tests.keras.helpers import FILES, two_workers_and_one_device
 from tests.support import cpu_strategy
 from tf_mgpu.engine.model import metrics
 from tf_mgpu.engine.model.compiled import build_compiled
@@ -121,3 +122,14 @@ def test_an_evaluation_between_does_not_change_the_kept_training_figures():
     assert test.result()["accuracy"] == 1.0
     train.restored()  # what a resume does with the checkpointed copy
     assert train.result()["accuracy"] == 0.5
+
+
+@pytest.mark.cluster
+def test_a_metric_of_the_users_own_with_a_tf_data_split_on_two_workers(tmp_path):
+    """A state that is not a sum (a largest value) is gathered over every replica of every
+    worker; with tf.data splits on 2 workers it reads what one device reads."""
+    task = str(FILES / "own_metric_dataset.py")
+    cluster, one = two_workers_and_one_device(tmp_path, task, epochs=1)
+    expected = one.summary["history"][-1]
+    for key in ("train_largest_logit", "test_largest_logit", "test_accuracy", "test_loss"):
+        assert cluster["history"][-1][key] == pytest.approx(expected[key], abs=1e-9), key

@@ -41,6 +41,7 @@ def test_a_model_with_52_batch_norms_gets_a_short_warning_and_check_a_short_caus
         retrace_differs=False,
         first_forward=names[0],
         own_step=None,
+        per_replica_state=(),
     )
     assert report.causes(facts)[0] == (
         f"unsynchronized batch statistics: BatchNormalization layers {names[0]}, {names[1]}, "

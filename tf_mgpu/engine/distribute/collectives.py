@@ -114,7 +114,9 @@ def weights_digest(model: keras.Model) -> str:
     records."""
     digest = hashlib.sha256()
     for weight in model.weights:
-        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(weight)).tobytes())
+        # Hashed where it lies (no bytes copy): a weight of gigabytes costs one copy, not two.
+        array = np.ascontiguousarray(keras.ops.convert_to_numpy(weight))
+        digest.update(memoryview(array).cast("B"))
     return digest.hexdigest()
 
 

@@ -37,11 +37,35 @@ def is_mapped(array) -> bool:
     return False
 
 
+def in_floatx(datasets: data.Data, floatx: str) -> data.Data:
+    """`datasets` with every float array of another float dtype cast to `floatx`, as Keras's
+    fit casts NumPy arrays (x, y and sample weights) before its first step: float64 arrays
+    become float32 (a random latent vector concatenated to them then matches their dtype).
+    Arrays mapped from files are read as they are; tf.data splits are Keras's to leave."""
+
+    def cast(array):
+        if isinstance(array, np.ndarray) and not is_mapped(array):
+            kind = array.dtype
+            if np.issubdtype(kind, np.floating) and kind != np.dtype(floatx):
+                return array.astype(floatx)
+        return array
+
+    def each(split):
+        if not isinstance(split, data.Split):
+            return split
+        x, y = tf.nest.map_structure(cast, (split.x, split.y))
+        return data.Split(x, y, None if split.w is None else cast(split.w))
+
+    return data.Data(each(datasets.train), each(datasets.test), each(datasets.validation))
+
+
 def named_arrays(split: data.Split, name: str) -> list[tuple[str, np.ndarray]]:
     """Every array of `split`, with how errors name it (x_train, y_train['price'], ...)."""
     x = split.x
     features = (
-        [(f"x[{k!r}]", a) for k, a in sorted(x.items())] if isinstance(x, dict) else [("x", x)]
+        [(f"x[{k!r}]", a) for k, a in sorted(x.items())]
+        if isinstance(x, dict)
+        else data.features(x)
     )
     weights = [] if split.w is None else [("sample_weight", split.w)]
     return [(data.in_split(k, name), a) for k, a in [*features, *data.labelled(split.y), *weights]]
@@ -98,7 +122,7 @@ class ArraySource(source.Source):
         classes = self.state.get("classes")
         each = classes.items() if isinstance(classes, dict) else [(None, classes)]
         for head, count in each if classes is not None else []:
-            labels = np.asarray(rows.y if head is None else head.of(rows.y))
+            labels = np.asarray(rows.y if head is None else head.labels(rows.y))
             flat = labels.reshape(len(labels), -1)
             wrong = (flat < 0) | (flat >= count) | (flat != np.round(flat))
             bad = wrong.any(axis=1)

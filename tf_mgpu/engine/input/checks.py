@@ -32,6 +32,15 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
                 f"keras.Input(name=...)"
             )
         pairs = [(name, names[name], x[name]) for name in sorted(names)]
+    elif isinstance(x, tuple):
+        if len(inputs) != len(x):
+            raise UserError(
+                f"{where}: the model takes {len(inputs)} inputs but load_data's x is a list of "
+                f"{len(x)} arrays; give one array per input, in the model's order"
+            )
+        pairs = [
+            (f"x[{i}]", spec, array) for i, (spec, array) in enumerate(zip(inputs, x, strict=True))
+        ]
     else:
         if len(inputs) != 1:
             raise UserError(
@@ -93,11 +102,10 @@ def _nonfinite(split, mapped: bool = False) -> dict:
         return {}
     if isinstance(split, stream.Stream):
         return {} if mapped else split.nonfinite
-    features = split.x.items() if isinstance(split.x, dict) else [("x", split.x)]
     weights = [] if split.w is None else [("sample_weight", split.w)]
     return {
         key: int(np.size(array) - np.count_nonzero(np.isfinite(array)))
-        for key, array in [*features, *data.labelled(split.y), *weights]
+        for key, array in [*data.features(split.x), *data.labelled(split.y), *weights]
         if np.issubdtype(array.dtype, np.inexact) and arrays.is_mapped(array) == mapped
     }
 
@@ -105,17 +113,16 @@ def _nonfinite(split, mapped: bool = False) -> dict:
 def _shapes(split) -> dict:
     if isinstance(split, (stream.Stream, source.Source)):
         return split.shapes()
-    x = split.x if isinstance(split.x, dict) else {"x": split.x}
     y = tf.nest.map_structure(lambda a: tuple(np.shape(a)[1:]), split.y)
-    return {**{k: tuple(np.shape(v)[1:]) for k, v in sorted(x.items())}, "y": y}
+    return {**{k: tuple(np.shape(v)[1:]) for k, v in data.features(split.x)}, "y": y}
 
 
 def _label_range(split, head=None) -> tuple:
     """(smallest label, largest label, whether every label is an integer), of the labels of
     output `head` (a `heads.Head`) for a model with several."""
     if isinstance(split, stream.Stream):
-        return split.label_range if head is None else head.of(split.label_range)
-    y = split.y if head is None else head.of(split.y)
+        return split.label_range if head is None else head.labels(split.label_range)
+    y = split.y if head is None else head.labels(split.y)
     integral = np.issubdtype(y.dtype, np.integer) or np.array_equal(y, np.round(y))
     return float(y.min()), float(y.max()), bool(integral)
 

@@ -6,9 +6,11 @@ however many replicas and workers split that batch. That is what makes N
 replicas at global batch B train exactly like one replica at batch B, and what
 lets a run resume mid-epoch on the same examples.
 
-Features `x` are one array or a dict of arrays (a model with named inputs),
-labels `y` one array, or a dict or tuple of arrays (a model with several
-outputs, see `tf_mgpu.engine.model.heads`); every array has one row per example.
+Features `x` are one array, a dict of arrays (a model with named inputs) or a tuple of
+them (a model's inputs in order, as `fit(x=[a, b])` takes them); labels `y` one array, a
+dict or tuple of arrays (a model with several outputs, see
+`tf_mgpu.engine.model.heads`), or `()` where the task gives none (`fit(x)` with no y);
+every array has one row per example.
 Each pipeline is one dataset for the whole run, iterated once: creating a
 distributed iterator costs a few tenths of a second.
 """
@@ -34,7 +36,7 @@ class Split:
     w: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(tf.nest.flatten(self.y)[0])
+        return len(tf.nest.flatten(self.x)[0])
 
     def take(self, rows) -> "Split":
         """The examples at `rows` (a slice or indices), as a new Split."""
@@ -113,6 +115,16 @@ def epoch_order(num_examples: int, seed: int, epoch) -> tf.Tensor:
 def gather(arrays, rows: tf.Tensor):
     """The rows `rows` of every array in `arrays` (one array or a dict of them)."""
     return tf.nest.map_structure(lambda a: tf.gather(a, rows), arrays)
+
+
+def features(x) -> list[tuple[str, object]]:
+    """Each input array of `x`, with how errors name it: 'x', a dict's key ('image'), or
+    'x[0]' for a tuple of inputs."""
+    if isinstance(x, dict):
+        return sorted(x.items())
+    if isinstance(x, (list, tuple)):
+        return [(f"x[{index}]", array) for index, array in enumerate(x)]
+    return [("x", x)]
 
 
 def labelled(y) -> list[tuple[str, object]]:
@@ -223,14 +235,16 @@ def eval_dataset(
     preprocess: Callable = identity,
 ) -> tf.data.Dataset:
     """Endless passes of per-replica (x, y, weights) batches; each pass of `eval_steps`
-    steps covers every example exactly once (see `pad_for_eval`).
+    steps covers every example exactly once (see `pad_for_eval`), replica r taking the r-th
+    run of each global batch (`share.Share`), so its real rows are a prefix of its batch.
     """
-    per_replica = context.get_per_replica_batch_size(global_batch)
+    share = Share.of(context, global_batch)
+    padded = tf.nest.map_structure(tf.constant, pad_for_eval(split, global_batch))
+    steps = eval_steps(len(split), global_batch)
     return (
-        tf.data.Dataset.from_tensor_slices(pad_for_eval(split, global_batch))
-        .shard(context.num_input_pipelines, context.input_pipeline_id)
-        .batch(per_replica, drop_remainder=True)
-        .map(lambda x, *rest: (preprocess(x), *rest))
+        tf.data.Dataset.range(steps * share.here)
         .repeat()
+        .map(lambda t: gather(padded, share.positions(t)))
+        .map(lambda x, *rest: (preprocess(x), *rest))
         .prefetch(tf.data.AUTOTUNE)
     )

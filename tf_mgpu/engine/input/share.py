@@ -14,6 +14,16 @@ import dataclasses
 import tensorflow as tf
 
 
+def real_rows(examples: int, global_batch: int, per_replica: int, replica: int) -> int:
+    """How many of replica `replica`'s rows at an evaluation pass's last step are examples.
+
+    A pass over `examples` examples runs whole global batches, the last one padded at its
+    end; by the rule above its real rows are a prefix of each replica's run, so a replica
+    holds `per_replica` of them, some, or none."""
+    last = examples - (-(-examples // global_batch) - 1) * global_batch
+    return max(0, min(per_replica, last - replica * per_replica))
+
+
 def rows(step, replica, global_batch: int, per_replica: int) -> tf.Tensor:
     """Positions, within the epoch's order, of replica `replica`'s examples at step `step`:
     static in size, so XLA compiles it once whatever the step."""

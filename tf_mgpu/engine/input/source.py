@@ -103,8 +103,8 @@ class Source:
         if not isinstance(got, (tuple, list)) or len(got) != len(self.example):
             raise self._bad(index, f"is {_kind(got)}, but example 0 is a {len(self.example)}-tuple")
         got = _example(got)
-        if len(got) == 3 and (got[2].shape != () or got[2] < 0):
-            raise self._bad(index, f"has sample_weight {got[2]}; give one number >= 0")
+        if len(got) == 3 and (got[2] < 0).any():
+            raise self._bad(index, f"has sample_weight {got[2]}; give weights >= 0")
         for name, part, first in zip(("x", "y"), got, self.example, strict=False):
             if isinstance(first, dict) and (not isinstance(part, dict) or set(part) != set(first)):
                 keys = sorted(part) if isinstance(part, dict) else _kind(part)
@@ -121,7 +121,7 @@ class Source:
         classes = self.state.get("classes")
         each = classes.items() if isinstance(classes, dict) else [(None, classes)]
         for head, count in each if classes is not None else []:
-            label = np.asarray(got[1] if head is None else head.of(got[1]))
+            label = np.asarray(got[1] if head is None else head.labels(got[1]))
             if label.size and (label.min() < 0 or label.max() >= count):
                 output = "" if head is None else f" for output {head.name!r}"
                 raise self._bad(

@@ -16,7 +16,8 @@ outputs), or one it batched itself, which is read as its examples
   epoch exactly. A dataset must yield its elements in the same order each
   time it is read (no `deterministic=False`).
 Evaluation reads every test example once per pass, padded to whole global
-batches with weight-0 copies of the first example.
+batches with weight-0 zeros shaped as the first example, each replica taking its run of
+each global batch (`tf_mgpu.engine.input.share`).
 """
 
 import dataclasses
@@ -26,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data, source, stream_batched, stream_checks
+from tf_mgpu.engine.input.share import Share
 from tf_mgpu.errors import UserError
 
 SHUFFLE_BUFFER = 10_000
@@ -133,15 +135,18 @@ def scan(dataset: tf.data.Dataset, where: str, name: str) -> Stream:
 
 
 def _one_weight_each(dataset: tf.data.Dataset, where: str, name: str) -> tf.data.Dataset:
-    """(x, y, sample_weight) elements with the weight a float32 scalar, as Keras takes one
-    number per example; UserError for another shape."""
+    """(x, y, sample_weight) elements with float32 weights, as Keras takes them: one number
+    per example (a scalar), or one per position of the loss (a weight per token)."""
     shape = tuple(dataset.element_spec[2].shape)
-    if shape not in ((), (1,)):
+    if None in shape:
         raise UserError(
             f"{where}: load_data()'s {name} dataset yields sample weights of shape {shape}; "
-            f"give one number per example"
+            f"give one number per example, or weights of one fixed shape"
         )
-    return dataset.map(lambda x, y, w: (x, y, tf.reshape(tf.cast(w, tf.float32), [])))
+    scalar = shape in ((), (1,))
+    return dataset.map(
+        lambda x, y, w: (x, y, tf.reshape(tf.cast(w, tf.float32), [] if scalar else shape))
+    )
 
 
 def _widened(known: tuple, y: np.ndarray) -> tuple:
@@ -231,10 +236,18 @@ def eval_dataset(
         )
         .cache()
     )
+    share = Share.of(context, global_batch)
+    replicas = share.here * share.pipelines
+
+    def mine(t, _) -> tf.Tensor:  # replica t % replicas's run of its global batch
+        return (t % replicas) // share.here == share.pipeline
+
     return (
         real.concatenate(filler.repeat(pad))
-        .shard(context.num_input_pipelines, context.input_pipeline_id)
         .batch(per_replica, drop_remainder=True)
+        .enumerate()
+        .filter(mine)
+        .map(lambda _, batch: batch)
         .map(lambda x, *rest: (preprocess(x), *rest))
         .repeat()
         .prefetch(tf.data.AUTOTUNE)

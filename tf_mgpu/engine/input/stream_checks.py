@@ -35,7 +35,7 @@ def checked(dataset: tf.data.Dataset, where: str, name: str, classes) -> tf.data
             tests.append((tf.reduce_all(w[0] >= 0), "has a negative sample_weight; give >= 0"))
         each = classes.items() if isinstance(classes, dict) else [(None, classes)]
         for head, count in each if classes is not None else []:
-            label = y if head is None else head.of(y)
+            label = y if head is None else head.labels(y)
             output = "" if head is None else f" for output {head.name!r}"
             tests.append(
                 (

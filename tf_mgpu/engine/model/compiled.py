@@ -25,13 +25,31 @@ class Compiled:
     such a loss to its classes; None otherwise."""
 
     sparse_classes: int | dict | None = None
-    # The metrics compute_loss updates (see `build_compiled`), once built.
-    loss_metrics: frozenset[str] = frozenset()
 
 
 def overrides(model: keras.Model, method: str) -> bool:
     """Whether the model's class overrides Keras's `method` (train_step, compute_loss...)."""
     return getattr(type(model), method) is not getattr(keras.Model, method)
+
+
+def has_call(model: keras.Model) -> bool:
+    """Whether the model has a forward pass: a functional or Sequential model, or a class
+    that defines call() (a GAN trainer that only holds its generator and discriminator,
+    called in its own train_step, does not)."""
+    return overrides(model, "call")
+
+
+def trains_own_loss(model: keras.Model) -> bool:
+    """Whether the model's class makes its loss in its own `train_step` or `compute_loss`."""
+    return overrides(model, "train_step") or overrides(model, "compute_loss")
+
+
+def evaluable(model: keras.Model) -> bool:
+    """Whether Keras's `evaluate` can score the model: a compiled loss, an `add_loss`, or
+    a `test_step` or `compute_loss` of its own (a VAE that makes its loss in train_step
+    alone has none of them: Keras's test_step says "No loss to compute")."""
+    own = overrides(model, "test_step") or overrides(model, "compute_loss")
+    return model.loss is not None or bool(model.losses) or own
 
 
 def is_sparse_categorical(given) -> bool:
@@ -45,11 +63,28 @@ def is_sparse_categorical(given) -> bool:
 def check_compiled(model: keras.Model, y, y_pred, where: str) -> Compiled:
     """Checks what `model.compile` set against `y`, the labels of a few examples, and
     `y_pred`, the model's outputs on them. `where` names the task in the errors."""
-    if not getattr(model, "compiled", False) or model.loss is None:
+    if not getattr(model, "compiled", False):
         raise UserError(
-            f"{where}: build_model() returned a model that is not compiled with a loss; "
-            f"call model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
+            f"{where}: build_model() returned a model that is not compiled; call "
+            f"model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
         )
+    unlabelled = isinstance(y, tuple) and not y  # load_data gave no labels (y None)
+    if model.loss is None:
+        if not (trains_own_loss(model) or model.losses):
+            raise UserError(
+                f"{where}: build_model() returned a model compiled without a loss, whose "
+                f"train_step does not make one (no add_loss either); pass "
+                f"model.compile(loss=...), or override train_step as Keras's fit expects"
+            )
+        return Compiled()
+    if unlabelled and not trains_own_loss(model):
+        raise UserError(
+            f"{where}: load_data's y is None, but the model is compiled with a loss, which "
+            f"needs labels; give y, or compile without a loss (a train_step of its own or "
+            f"add_loss makes it)"
+        )
+    if unlabelled or y_pred is None:  # its own train_step pairs what it uses, as in fit
+        return Compiled()
     user_metrics, user_weighted = internals.compiled_metrics(model)
     found = heads.of_model(model, y, y_pred, where)
     if found is not None:
@@ -70,24 +105,22 @@ def check_compiled(model: keras.Model, y, y_pred, where: str) -> Compiled:
 
 
 def _several(model: keras.Model, found: tuple, y, y_pred, user: tuple, where: str) -> Compiled:
-    """The checks of a model with several outputs, `found` (see `heads.of_model`)."""
-    losses = heads.spread(model.loss, found, "loss", where)
+    """The checks of a model with several outputs, `found` those compiled with a loss (see
+    `heads.of_model`); compile's arguments are spread over every output, as Keras does."""
+    every = heads.all_outputs(model, y_pred, where)
+    losses = heads.spread(model.loss, every, "loss", where, some=True)
     weights = internals.compiled_loss_weights(model)
     if weights is not None:
-        heads.spread(weights, found, "loss_weights", where)
+        heads.spread(weights, every, "loss_weights", where)
     for what, given in zip(("metrics", "weighted_metrics"), user, strict=True):
         if given:
-            heads.spread(given, found, what, where, some=True)
+            heads.spread(given, every, what, where, some=True)
     sparse = {}
-    for head, given in zip(found, losses, strict=True):
-        if given is None:
-            raise UserError(
-                f"{where}: compile's loss gives output {head.name!r} no loss; tf_mgpu trains "
-                f"every output with a loss: give it one, or build the model without it"
-            )
+    for head in found:
+        given = losses[head.index]
         if is_sparse_categorical(given):
             sparse[head] = head.of(y_pred).shape[-1]
-        _check_per_example(given, head.of(y), head.of(y_pred), where)
+        _check_per_example(given, head.labels(y), head.of(y_pred), where)
     _check_reduction(losses, where)
     return Compiled(sparse_classes=sparse or None)
 
@@ -114,25 +147,47 @@ def _check_reduction(losses: list, where: str) -> None:
         )
 
 
-def _check_per_example(given, y, y_pred, where: str) -> None:
-    """A loss must give one value per example. Keras divides a mean over the replica's
-    share by the replicas, but a loss that already returns one value per batch (a mean
-    taken in the function) is used as it is, so N replicas would step N times as far."""
+def _loss_values(given, y, y_pred) -> tf.Tensor:
+    """What a compiled loss returns for labels shaped as `y` (zeros, valid for any loss) and
+    predictions `y_pred`, before Keras reduces it: one value per example, per pixel..."""
     loss = keras.losses.get(given) if isinstance(given, (str, dict)) else given
     fn = loss.call if isinstance(loss, keras.losses.Loss) else loss  # a function (y, y_pred)
     y_pred = tf.convert_to_tensor(y_pred)
     dtype = y_pred.dtype if y_pred.dtype.is_floating else tf.float32
-    # Labels of zeros, valid for any loss: these calls only check the shapes.
     y, y_pred = tf.zeros(np.shape(y), dtype), tf.cast(y_pred, dtype)
     # Labels (N,) against outputs (N, 1) made the same rank, as Keras's wrapper does.
     if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
         y = tf.expand_dims(y, -1)
-    if fn(y, y_pred).shape.rank == 0:
+    return fn(y, y_pred)
+
+
+def _check_per_example(given, y, y_pred, where: str) -> None:
+    """A loss must give one value per example. Keras divides a mean over the replica's
+    share by the replicas, but a loss that already returns one value per batch (a mean
+    taken in the function) is used as it is, so N replicas would step N times as far."""
+    if _loss_values(given, y, y_pred).shape.rank == 0:
         raise UserError(
             f"{where}: the compiled loss returns one value per batch, not one per "
             f"example; return the per-example values (no mean over the batch): Keras "
             f"divides a mean over each replica's share among the replicas, which "
             f"makes N replicas train as one device"
+        )
+
+
+def check_sample_weights(model: keras.Model, y, y_pred, w, where: str) -> None:
+    """Sample weights of several values per example (a weight per token) must be shaped as
+    the compiled loss's values for an example, as Keras weighs them; one line otherwise
+    (Keras's fit would fail deep in its first step, or weigh the wrong axis)."""
+    if w is None or np.ndim(w) < 2 or model.loss is None or heads.nested(y_pred):
+        return
+    if np.ndim(w) == 2 and np.shape(w)[1] == 1:
+        return
+    values = tuple(_loss_values(model.loss, y, y_pred).shape)
+    if tuple(np.shape(w)) != values:
+        raise UserError(
+            f"{where}: load_data's sample weights have shape {tuple(np.shape(w))[1:]} per "
+            f"example, but the compiled loss gives {values[1:] or 'one value'} per example; "
+            f"give one weight per example, or one per value of the loss"
         )
 
 
@@ -158,19 +213,14 @@ def _flat(metrics, what: str) -> None:
         )
 
 
-def build_compiled(model: keras.Model, x, y, y_pred) -> frozenset[str]:
+def build_compiled(model: keras.Model, x, y, y_pred) -> None:
     """Makes the compiled loss and metrics (their state included) on a few examples, in
     the strategy's scope before the first step, as `fit` makes them; then empties them.
-
-    Returns the names of the metrics that `compute_loss` itself updates (each output's
-    loss of a model with several), found by what that call changed: Keras weights
-    each update of those by the batch's static size (see `metrics.ModelMetrics`)."""
-    model.compute_loss(x=x, y=y, y_pred=y_pred)
+    `y` is `()` where the task gives no labels."""
+    y = None if isinstance(y, tuple) and not y else y
+    if y_pred is None:  # no forward pass (see `has_call`): its train_step makes what it uses
+        return
+    if model.loss is not None or model.losses:
+        model.compute_loss(x=x, y=y, y_pred=y_pred)
     model.compute_metrics(x, y, y_pred)
     model.reset_metrics()
-    model.compute_loss(x=x, y=y, y_pred=y_pred)
-    found = frozenset(
-        m.name for m in model.metrics if any(np.any(v.numpy() != 0) for v in m.variables)
-    )
-    model.reset_metrics()
-    return found

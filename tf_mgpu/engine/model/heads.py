@@ -17,23 +17,28 @@ from tf_mgpu.errors import UserError
 
 @dataclasses.dataclass(frozen=True)
 class Head:
-    """One output of several: its name, as Keras names it, and its place among them."""
+    """One output of several: its name, as Keras names it, its place among them, and where
+    its labels are: `slot` None when the labels are one array (the only output compiled
+    with a loss), else their key in a dict or place in a list."""
 
     name: str
     index: int
+    slot: object = dataclasses.field(default=None, compare=False)
 
     def of(self, values):
-        """This output's part of labels or predictions: a dict's by name, a list's by place."""
+        """This output's part of the predictions: a dict's by name, a list's by place."""
         return values[self.name] if isinstance(values, dict) else values[self.index]
 
-    def pick(self, y, y_pred) -> tuple:
-        """(its labels, its prediction) from the whole labels and predictions."""
-        return self.of(y), self.of(y_pred)
+    def labels(self, y):
+        """This output's labels within the labels `y` (or within anything shaped as them)."""
+        return y if self.slot is None else y[self.slot]
 
     def label(self, labels, prefix: str) -> str:
         """How errors name its labels within `labels`, named `prefix`: y_train['price'] for
-        a dict, y_train[0] for a list."""
-        return f"{prefix}[{self.name!r}]" if isinstance(labels, dict) else f"{prefix}[{self.index}]"
+        a dict, y_train[0] for a list, y_train for the one array."""
+        if self.slot is None:
+            return prefix
+        return f"{prefix}[{self.slot!r}]" if isinstance(labels, dict) else f"{prefix}[{self.slot}]"
 
 
 def nested(values) -> bool:
@@ -41,11 +46,14 @@ def nested(values) -> bool:
 
 
 def of_model(model, y, y_pred, where: str) -> tuple[Head, ...] | None:
-    """The model's outputs as heads, checked against the labels `y` of a few examples;
-    None for a model with one output (a tensor), whose labels must be one array.
+    """The model's outputs that take labels (those compiled with a loss), as heads checked
+    against the labels `y` of a few examples; None for a model with one output (a tensor),
+    whose labels must be one array.
 
-    `y_pred` is the model's output on those examples. UserError, in one line naming
-    both sides, when the labels do not fit the outputs.
+    `y_pred` is the model's output on those examples. As Keras's compiled loss pairs them,
+    an output compiled with loss None takes no labels: `y` holds the others' only (one
+    array when one output has a loss). UserError, in one line naming both sides, when the
+    labels do not fit the outputs.
     """
     outputs = list(y_pred.values()) if isinstance(y_pred, dict) else y_pred
     if not nested(y_pred) or len(outputs) == 1:
@@ -60,26 +68,51 @@ def of_model(model, y, y_pred, where: str) -> tuple[Head, ...] | None:
             f"{where}: the model's outputs are nested lists or dicts; tf_mgpu trains a flat "
             f"list or dict of outputs"
         )
-    names = _names(model, y_pred, where)
+    every = all_outputs(model, y_pred, where)
+    names = [head.name for head in every]
+    losses = spread(model.loss, every, "loss", where, some=True)
+    taking = [head for head, loss in zip(every, losses, strict=True) if loss is not None]
+    if not taking:
+        raise UserError(f"{where}: compile's loss gives none of the model's outputs a loss")
+    given = [head.name for head in taking]
+    # The outputs that take labels: all of them, or (some compiled with loss None) those.
+    which = "outputs" if len(taking) == len(every) else "outputs with a loss"
     if isinstance(y, dict):
-        if set(y) != set(names):
+        if set(y) != set(given) and set(y) != set(names):
             raise UserError(
                 f"{where}: load_data's y is a dict keyed {_listed(sorted(y))}, but the model's "
-                f"outputs are named {_listed(names)}; key y by the outputs' names"
+                f"{which} are named {_listed(given)}; key y by "
+                + ("the outputs' names" if which == "outputs" else "those names")
             )
-    elif isinstance(y, (list, tuple)):
-        if len(y) != len(names):
+        return tuple(Head(h.name, h.index, h.name) for h in taking)
+    if isinstance(model.loss, dict) and set(model.loss) != set(names):
+        missing = [name for name in names if name not in model.loss]
+        raise UserError(
+            f"{where}: compile's loss is a dict that names no loss for {_listed(missing)}, "
+            f"so Keras pairs labels with outputs only by name: give y as a dict keyed by the "
+            f"outputs' names, or give {_listed(missing)} loss None"
+        )
+    if isinstance(y, (list, tuple)):
+        if len(y) == len(names):
+            return tuple(Head(h.name, h.index, h.index) for h in taking)
+        if len(y) != len(taking):
             raise UserError(
                 f"{where}: load_data's y is a {type(y).__name__} of {len(y)} label arrays, but "
-                f"the model has {len(names)} outputs ({_listed(names)}); give one per output"
+                f"the model has {len(given)} {which} ({_listed(given)}); give one per output"
             )
-    else:
-        raise UserError(
-            f"{where}: the model has {len(names)} outputs ({_listed(names)}), but load_data's y "
-            f"is one array; give y as a dict keyed by the outputs' names, or a list of arrays "
-            f"in their order"
-        )
-    return tuple(Head(name, index) for index, name in enumerate(names))
+        return tuple(Head(h.name, h.index, slot) for slot, h in enumerate(taking))
+    if len(taking) == 1:
+        return (taking[0],)  # slot None: y is its labels
+    raise UserError(
+        f"{where}: the model has {len(given)} {which} ({_listed(given)}), but load_data's y "
+        f"is one array; give y as a dict keyed by the outputs' names, or a list of arrays in "
+        f"their order"
+    )
+
+
+def all_outputs(model, y_pred, where: str) -> tuple[Head, ...]:
+    """Every output of a model with several, as a head (its labels' slot not set)."""
+    return tuple(Head(name, index) for index, name in enumerate(_names(model, y_pred, where)))
 
 
 def _names(model, y_pred, where: str) -> list[str]:

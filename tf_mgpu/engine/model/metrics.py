@@ -19,6 +19,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.engine.model.compiled import overrides
+from tf_mgpu.engine.model.step_logs import StepLogs
 
 
 class ModelMetrics:
@@ -35,13 +36,14 @@ class ModelMetrics:
     stop while evaluating) does not change the epoch's training figures.
 
     `own_loss`: the model's own `train_step` or `test_step` reports the loss (its
-    loss tracker); the engine only counts the examples.
+    loss tracker); the engine only counts the examples, and `logs` (a `StepLogs`, set
+    before the step is traced) keeps what the step returns, which `result` shows where
+    its keys are not the metrics' (as Keras's fit and evaluate show it).
 
-    An evaluation step hands `compute_loss` whole shares, padding included with a
-    sample weight of 0, since Keras weights its updates of `loss_metrics` (each
-    output's loss, which `compute_loss` updates) by the share's static size. Those
-    are then means over the padded examples, which `result` rescales to the real
-    ones (`padded`, summed like the examples).
+    Keras weights its updates of each output's loss (which `compute_loss` updates) by the
+    share's static size: every step hands it shares of real examples only (an
+    evaluation's padded last step cuts each share to its examples, see
+    `tf_mgpu.engine.step.replica_steps`), so they are exact means.
     """
 
     def __init__(
@@ -51,14 +53,15 @@ class ModelMetrics:
         *,
         keeps: bool = False,
         own_loss: bool = False,
-        loss_metrics: frozenset[str] = frozenset(),
     ):
         self._model = model
         self._own_loss = own_loss
-        self._loss_metrics = loss_metrics
+        self.logs: StepLogs | None = None
         self._strategy = tf.distribute.get_strategy()
         self._loss, self._count = _sum(f"{name}_loss"), _sum(f"{name}_count")
-        self._padded = _sum(f"{name}_padded")  # real and padding examples measured
+        # Was the real and padding examples measured; kept, always equal to the count, so
+        # that checkpoints keep their layout (`variables`).
+        self._padded = _sum(f"{name}_padded")
         self.gathered = (
             self._strategy.num_replicas_in_sync > 1
             and not own_loss
@@ -93,14 +96,9 @@ class ModelMetrics:
         """Adds this replica's share: `loss` its mean loss (as Keras's loss tracker takes
         it, not divided among the replicas), over `examples` examples."""
         examples = tf.cast(examples, tf.float64)
-        self.add_total(tf.cast(loss, tf.float64) * examples, examples, examples)
-
-    def add_total(self, total: tf.Tensor, examples: tf.Tensor, padded: tf.Tensor) -> None:
-        """Adds this replica's share: the loss summed over its `examples` real examples,
-        of `padded` measured with the padding."""
-        self._loss.assign_add(tf.cast(total, tf.float64))
-        self._count.assign_add(tf.cast(examples, tf.float64))
-        self._padded.assign_add(tf.cast(padded, tf.float64))
+        self._loss.assign_add(tf.cast(loss, tf.float64) * examples)
+        self._count.assign_add(examples)
+        self._padded.assign_add(examples)
 
     def count(self, examples: tf.Tensor) -> None:
         """Counts this replica's `examples` where the model's own step reports the loss."""
@@ -114,16 +112,22 @@ class ModelMetrics:
             self._compute(x, y, y_pred, w, real)
         else:
             context = tf.distribute.get_replica_context()
-            share = {"y": y, "y_pred": y_pred}
+            share = {"y_pred": y_pred}
+            if y is not None:
+                share["y"] = y
             if w is not None:
                 share["w"] = w
             if real is not None:  # all_gather takes no booleans
                 share["real"] = tf.cast(real, tf.int32)
             if self._overrides_x:
                 share["x"] = x
+            # Made on this replica's device first: a batch straight from a tf.data iterator
+            # under MultiWorkerMirroredStrategy has no device the gather can send from
+            # ("destinations can not be empty").
+            share = tf.nest.map_structure(tf.identity, share)
             every = context.all_gather(share, axis=0)
             real = None if real is None else every["real"] > 0
-            self._compute(every.get("x"), every["y"], every["y_pred"], every.get("w"), real)
+            self._compute(every.get("x"), every.get("y"), every["y_pred"], every.get("w"), real)
         self.keep()
 
     def _compute(self, x, y, y_pred, w, real) -> None:
@@ -143,8 +147,11 @@ class ModelMetrics:
         # A replica's share of the last batch may be all padding: then it measures nothing.
         tf.cond(tf.reduce_any(real), update, tf.no_op)
 
-    def keep(self) -> None:
-        """Copies this replica's metric state into the checkpointed copy (training only)."""
+    def keep(self, logs=None) -> None:
+        """Copies this replica's metric state into the checkpointed copy (training only),
+        and keeps `logs`, what a model's own step returned."""
+        if logs is not None and self.logs is not None:
+            self.logs.keep(logs)
         if not self._kept:
             return
         for copy, (v, _) in zip(self._kept, self._live(), strict=True):
@@ -202,20 +209,19 @@ class ModelMetrics:
             summed = self._summed_names()
             found = {key: value if key in summed else first[key] for key, value in found.items()}
         values = {key: number(value) for key, value in found.items() if _scalar(value)}
-        loss = values.pop("loss", float("nan"))
+        if self.logs is not None and set(self.logs.names()) != set(found):
+            values = self.logs.result()  # the step's own keys: what it returned last
         count = float(self._count.numpy())
-        if not self._own_loss:
-            loss = float(self._loss.numpy()) / count if count else 0.0
-            padded = float(self._padded.numpy())
-            for key in self._loss_metrics & set(values):  # means over the padded examples
-                values[key] = values[key] * padded / count if count else 0.0
-        return {"loss": loss, **values}
+        if self._own_loss:  # the step's own figures: a loss only if it reports one
+            return {"loss": values.pop("loss"), **values} if "loss" in values else values
+        values.pop("loss", None)
+        return {"loss": float(self._loss.numpy()) / count if count else 0.0, **values}
 
     def totals(self) -> tuple[float, float]:
         """(summed loss, examples) over every replica; collective like `result`."""
         count = float(self._count.numpy())
-        if self._own_loss:
-            return self._results()["loss"] * count, count
+        if self._own_loss:  # NaN where the model's own step reports no loss
+            return self._results().get("loss", float("nan")) * count, count
         return float(self._loss.numpy()), count
 
     def result(self) -> dict[str, float]:

@@ -11,8 +11,17 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine.input import data
 from tf_mgpu.engine.input.checks import check_inputs
-from tf_mgpu.engine.model import metrics
-from tf_mgpu.engine.model.compiled import Compiled, build_compiled, check_compiled, overrides
+from tf_mgpu.engine.model import layers, metrics
+from tf_mgpu.engine.model.compiled import (
+    Compiled,
+    build_compiled,
+    check_compiled,
+    check_sample_weights,
+    has_call,
+    overrides,
+    trains_own_loss,
+)
+from tf_mgpu.engine.model.step_logs import StepLogs
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
 
@@ -35,6 +44,9 @@ class TrainState:
     steps: tf.Variable | None = None
     # The optimizer's own gradient_accumulation_steps, which the engine runs instead.
     optimizer_accumulation: int | None = None
+    # The model's variables its step updates on each replica, which every step then makes
+    # the same everywhere (`tf_mgpu.engine.step.replica_state`); found by the Trainer.
+    per_replica: list = dataclasses.field(default_factory=list)
 
     @property
     def own_step(self) -> bool:
@@ -48,9 +60,9 @@ class TrainState:
 
     def metrics_for(self, name: str) -> metrics.ModelMetrics:
         """The loss and metrics of another split (`val`), in the strategy's scope."""
-        return metrics.ModelMetrics(
-            self.model, name, own_loss=self.own_eval, loss_metrics=self.compiled.loss_metrics
-        )
+        found = metrics.ModelMetrics(self.model, name, own_loss=self.own_eval)
+        found.logs = self.test_sums.logs  # the last evaluation step's, whichever split
+        return found
 
     def random_states(self) -> list:
         """The model's random-number states, which are not weights: one per Keras
@@ -109,21 +121,30 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
                 f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
             )
         check_inputs(net, sample.x, task.where)
-        # Also builds a subclassed model's variables, which exist after a first call.
-        y_pred = net(task.preprocess(sample.x), training=False)
+        layers.refuse_stateful_rnns(net, task.where)
+        # Also builds a subclassed model's variables, which exist after a first call. A
+        # model with no call() of its own (a GAN whose train_step calls its parts) has no
+        # forward pass: Keras's fit never calls it either.
+        y_pred = net(task.preprocess(sample.x), training=False) if has_call(net) else None
         found = check_compiled(net, sample.y, y_pred, task.where)
+        check_sample_weights(net, sample.y, y_pred, sample.w, task.where)
         # Labels of zeros, valid for any loss: what the labels hold is checked later, over
         # every split (`checks.check_labels`), and these calls only build and check shapes.
         y = tf.nest.map_structure(lambda a: tf.zeros_like(tf.constant(a)), sample.y)
         accumulation = _take_accumulation(net, task.where)
         net.optimizer.build(net.trainable_variables)
         # The compiled loss and metrics made before the first step, as fit makes them.
-        found = dataclasses.replace(found, loss_metrics=build_compiled(net, sample.x, y, y_pred))
+        build_compiled(net, sample.x, y, y_pred)
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
         train_sums = metrics.ModelMetrics(net, "train", keeps=True, own_loss=own)
-        test_sums = metrics.ModelMetrics(
-            net, "test", own_loss=own_eval, loss_metrics=found.loss_metrics
-        )
+        test_sums = metrics.ModelMetrics(net, "test", own_loss=own_eval)
+        # What the model's own steps return, kept as fit and evaluate show it.
+        batch = (task.preprocess(sample.x), sample.y, sample.w)
+        if own:
+            build_own_optimizers(strategy, net, *batch)
+            train_sums.logs = own_logs(strategy, net.train_step, *batch)
+        if own_eval:
+            test_sums.logs = own_logs(strategy, net.test_step, *batch)
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
         counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -166,11 +187,64 @@ def _take_accumulation(net: keras.Model, where: str) -> int | None:
     return steps
 
 
+class _Builds(Exception):  # noqa: N818 (stops a probe trace: not an error)
+    """Raised where a lazily built optimizer would build, with the variables it was given."""
+
+    def __init__(self, optimizer, variables):
+        super().__init__()
+        self.optimizer, self.variables = optimizer, list(variables)
+
+
+def build_own_optimizers(strategy: tf.distribute.Strategy, net: keras.Model, x, y, w) -> None:
+    """Builds, in the strategy's scope, the optimizers a model's own train_step builds on
+    its first call (a GAN's d_optimizer and g_optimizer, given to its own compile).
+
+    Built inside the compiled step on each replica, their variables could not be made
+    mirrored (TensorFlow cannot lift them out of the replica's graph; Keras's fit on
+    several replicas fails there too). Each is found by tracing train_step on the replicas,
+    never run, up to the point it would build: it is then built with those variables in
+    the scope, outside any replica, and the trace tried again for the next."""
+    lazy = [v for v in vars(net).values() if isinstance(v, keras.optimizers.Optimizer)]
+    lazy = [o for o in lazy if o is not net.optimizer and not o.built]
+    if not lazy:
+        return
+    data = tf.nest.map_structure(
+        tf.constant,
+        keras.utils.pack_x_y_sample_weight(x, None if isinstance(y, tuple) and not y else y, w),
+    )
+    for _ in range(len(lazy)):
+        for optimizer in lazy:
+            if not optimizer.built:
+
+                def stop(variables, optimizer=optimizer):
+                    raise _Builds(optimizer, variables)
+
+                optimizer.__dict__["build"] = stop  # on these objects, for this trace only
+        try:
+            probe = tf.function(lambda: strategy.run(net.train_step, args=(data,)), autograph=False)
+            probe.get_concrete_function()
+            return
+        except _Builds as found:
+            with strategy.scope():
+                type(found.optimizer).build(found.optimizer, found.variables)
+        finally:
+            for optimizer in lazy:
+                optimizer.__dict__.pop("build", None)
+
+
+def own_logs(strategy: tf.distribute.Strategy, step, x, y, w) -> StepLogs:
+    """The logs a model's own `step` (train_step, test_step) returns on (x, y, w), as Keras's
+    fit hands it data; found by tracing it, not running it."""
+    pack = {"x": x, "y": None if isinstance(y, tuple) and not y else y, "sample_weight": w}
+    data = tf.nest.map_structure(tf.constant, keras.utils.pack_x_y_sample_weight(**pack))
+    return StepLogs.traced(strategy, lambda: step(data))
+
+
 def runs_own_step(net: keras.Model) -> bool:
     """Whether the model's class overrides `train_step` or `compute_loss`: then its
     `train_step` (Keras's own, calling that `compute_loss`) trains it, on each replica,
     as Keras's `fit` runs it."""
-    return overrides(net, "train_step") or overrides(net, "compute_loss")
+    return trains_own_loss(net)
 
 
 def evaluates_own_step(net: keras.Model) -> bool:

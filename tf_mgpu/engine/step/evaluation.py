@@ -33,21 +33,21 @@ def evaluate(
     if len(split) == 0:
         raise UserError("the test split is empty; pass a --test_split with examples")
     global_batch = batch_size * strategy.num_replicas_in_sync
-    first = split.take(slice(0, 2))
+    first = split.take(slice(0, batch_size))
     x = preprocess(tf.nest.map_structure(tf.constant, first.x))
     y = tf.nest.map_structure(tf.constant, first.y)
     y_pred = model(x, training=False)  # outside the scope: a SavedModel's functions too
     with strategy.scope():
         check_compiled(model, first.y, y_pred, where)
-        loss_metrics = build_compiled(model, x, y, y_pred)
-        own = evaluates_own_step(model)
-        sums = metrics.ModelMetrics(model, "evaluate", own_loss=own, loss_metrics=loss_metrics)
+        build_compiled(model, x, y, y_pred)
+        sums = metrics.ModelMetrics(model, "evaluate", own_loss=evaluates_own_step(model))
     # No XLA: it would compile for longer than one pass over the test split takes.
     evaluation = loop.StreamEval(
         strategy,
         steps.eval_step(model, sums),
         functools.partial(data.eval_dataset, split, global_batch, preprocess=preprocess),
-        steps=data.eval_steps(len(split), global_batch),
+        examples=len(split),
+        global_batch=global_batch,
         scope="none",
     )
     sums.reset()

@@ -186,6 +186,38 @@ class IteratorTrain:
         return int(self._steps(self._iterator, first_t, count_t))
 
 
+def _real_here(examples: int, global_batch: int, per_replica: int) -> int:
+    """The real rows (a prefix, see `share.real_rows`) of this replica's share at a pass's last
+    step, known while tracing: a replica's id is a constant of its trace."""
+    context = tf.distribute.get_replica_context()
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    if replica is None:
+        raise RuntimeError("the replica's id is not known while tracing its step")
+    return share.real_rows(examples, global_batch, per_replica, int(replica))
+
+
+def _eval_calls(strategy, replica_step, examples: int, global_batch: int, scope: str, call):
+    """(the compiled calls of whole steps, the compiled last step if the pass's last global
+    batch is padded, else None), each made by `call(on_replica, last)`.
+
+    `replica_step` runs with `real=None` on a whole share, and at the last step with `real`,
+    how many of its share's rows are examples, a constant of its trace: the step then runs
+    the model, its loss and its metrics on those rows alone, whatever shape its loss has.
+    """
+    per_replica = global_batch // strategy.num_replicas_in_sync
+    run_replica = compiled(replica_step, scope)
+
+    def on_replica(last: bool):
+        def run(*batch):
+            real = _real_here(examples, global_batch, per_replica) if last else None
+            run_replica(*batch, real=real)
+
+        return run
+
+    padded = examples % global_batch != 0
+    return call(on_replica(False), False), call(on_replica(True), True) if padded else None
+
+
 class ResidentEval:
     """Every test example once per call, from copies of the padded split on each device."""
 
@@ -204,43 +236,86 @@ class ResidentEval:
         self.steps = len(padded[2]) // global_batch
         arrays = _on_each_replica(strategy, padded)
 
-        def replica_fn(x, *labels_and_step):  # y, padding weights, sample weights if any
+        def replica_fn(x, *labels_and_step, real=None):  # y, padding weights, sample weights
             *labels, step = labels_and_step
             rows = _replica_rows(step, global_batch, per_replica)
-            replica_step(preprocess(data.gather(x, rows)), *[data.gather(a, rows) for a in labels])
+            replica_step(
+                preprocess(data.gather(x, rows)),
+                *[data.gather(a, rows) for a in labels],
+                real=real,
+            )
 
-        run_replica = compiled(replica_fn, scope)
+        def call(on_replica, last: bool):
+            # The padded last step runs once a pass: not worth an XLA compile of its own.
+            @tf.function(jit_compile=scope == "loop" and not last, autograph=False)
+            def steps(first, count):
+                def step(k, done):
+                    strategy.run(on_replica, args=(*arrays, first + k))
+                    return done + 1
 
-        @tf.function(jit_compile=scope == "loop", autograph=False)
-        def steps(first, count):
-            def step(k, done):
-                strategy.run(run_replica, args=(*arrays, first + k))
-                return done + 1
+                repeat_steps(count, step, tf.constant(0, tf.int64))
 
-            repeat_steps(count, step, tf.constant(0, tf.int64))
+            return steps
 
-        self._steps = steps
+        self._steps, self._last = _eval_calls(
+            strategy, replica_fn, len(split), global_batch, scope, call
+        )
 
     def run(self, first: int = 0, count: int | None = None) -> None:
         """Steps `first` to `first + count - 1` of the pass (default: all of it); `count=0`
         traces and compiles the call and runs no step."""
         count = self.steps - first if count is None else count
-        self._steps(tf.constant(first, tf.int64), tf.constant(count, tf.int64))
+        _run_pass(self._steps, self._last, self.steps, first, count, lambda f, c: (f, c))
+
+
+def _run_pass(steps, last, total: int, first: int, count: int, arguments) -> None:
+    """Steps `first` to `first + count - 1` of a pass of `total`: the whole ones by `steps`,
+    the padded last one (if `last`) by `last`; `count=0` compiles both and runs none.
+    `arguments(first, count)` is what a call takes."""
+
+    def call(function, at: int, how_many: int) -> None:
+        function(*arguments(tf.constant(at, tf.int64), tf.constant(how_many, tf.int64)))
+
+    end = first + count
+    whole_end = min(end, total - 1) if last is not None else end
+    if count == 0 or whole_end > first:
+        call(steps, first, max(whole_end - first, 0))
+    if last is not None and (count == 0 or end == total):
+        call(last, total - 1, 0 if count == 0 else 1)
 
 
 class StreamEval:
-    """Every test example once per call, from an endless distributed `tf.data` iterator."""
+    """Every test example once per call, from an endless distributed `tf.data` iterator of
+    padded passes (`examples` examples each, at `global_batch`)."""
 
-    def __init__(self, strategy, replica_step, dataset_fn, *, steps: int, scope: str):
-        def step(*batch) -> tf.Tensor:
-            replica_step(*batch)
-            return tf.constant(True)  # IteratorTrain's loop asks whether the loss was finite
+    def __init__(
+        self, strategy, replica_step, dataset_fn, *, examples: int, global_batch: int, scope: str
+    ):
+        self.steps = data.eval_steps(examples, global_batch)
+        self._iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
 
-        self.steps = steps
-        self._stream = IteratorTrain(strategy, step, dataset_fn, scope)
+        def call(on_replica, last: bool):
+            del last
+
+            @tf.function(autograph=False)
+            def steps(iterator, count):
+                def step(k, done):
+                    strategy.run(on_replica, args=next(iterator))
+                    return done + 1
+
+                repeat_steps(count, step, tf.constant(0, tf.int64))
+
+            return steps
+
+        self._steps, self._last = _eval_calls(
+            strategy, replica_step, examples, global_batch, scope, call
+        )
 
     def run(self, first: int = 0, count: int | None = None) -> None:
         """The pass's next `count` steps (default: all from `first`); the endless iterator
         knows where the pass is, so calls must follow each other. `count=0` traces and
         compiles the call and runs no step."""
-        self._stream.run(0, first, self.steps - first if count is None else count)
+        count = self.steps - first if count is None else count
+        _run_pass(
+            self._steps, self._last, self.steps, first, count, lambda f, c: (self._iterator, c)
+        )

@@ -24,16 +24,28 @@ from tf_mgpu.engine.state.training_state import (
     evaluates_own_step,
     replica_random_streams,
 )
+from tf_mgpu.engine.step import replica_state
 
 
-def _examples(y) -> tf.Tensor:
-    return tf.shape(tf.nest.flatten(y)[0])[0]
+def _examples(x) -> tf.Tensor:
+    return tf.shape(tf.nest.flatten(x)[0])[0]
+
+
+def keras_labels(y):
+    """The labels as Keras takes them: None where the task gives none (`fit(x)`)."""
+    return None if isinstance(y, tuple) and not y else y
+
+
+def step_data(x, y, w=None):
+    """What Keras's `fit` hands a model's `train_step` (and `evaluate` its `test_step`)."""
+    return keras.utils.pack_x_y_sample_weight(x, keras_labels(y), w)
 
 
 def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tensor:
     """The model's `compute_loss` (Keras's, or the model's own), with `training` where it
     takes it (a compute_loss written before Keras 3.3 does not), as `fit` calls it.
     Under a strategy it is already divided by the number of replicas."""
+    y = keras_labels(y)
     if "training" in inspect.signature(model.compute_loss).parameters:
         return model.compute_loss(x, y, y_pred, w, training=training)
     return model.compute_loss(x, y, y_pred, w)
@@ -64,8 +76,8 @@ def _gradients(state: TrainState, accumulation_steps: int, x, y, w=None):
         # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
         # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
         scaled = state.optimizer.scale_loss(loss / accumulation_steps)
-    state.train_sums.add(reported(loss), _examples(y))
-    state.train_sums.measure(x, y, y_pred, w)
+    state.train_sums.add(reported(loss), _examples(x))
+    state.train_sums.measure(x, keras_labels(y), y_pred, w)
     finite = tf.reduce_all(tf.math.is_finite(loss))
     return tape.gradient(scaled, model.trainable_variables), finite
 
@@ -74,36 +86,51 @@ def replica_train_step(state: TrainState, x, y, w=None, accumulation_steps: int 
     """One optimizer step on one replica's share of a global batch.
 
     The optimizer sums gradients over replicas, so every replica applies the
-    gradient of the mean loss over the whole global batch.
+    gradient of the mean loss over the whole global batch. A variable the loss does
+    not reach (gradient None) is left out, as Keras's optimizer leaves it out.
 
     With `accumulation_steps` K > 1 the share arrives as K micro-batches
-    (consecutive runs of `len(y) / K` examples): their gradients are summed
+    (consecutive runs of `len(x) / K` examples): their gradients are summed
     here, one at a time, so only one micro-batch's activations live at once,
     and the optimizer all-reduces and applies once per step.
 
     Returns whether this replica's loss was finite.
     """
-    variables = state.model.trainable_variables
     gradients = functools.partial(_gradients, state, accumulation_steps)
     if accumulation_steps == 1:
         grads, finite = gradients(x, y, w)
     else:
-        micro = tf.nest.flatten(y)[0].shape[0] // accumulation_steps
+        micro = tf.nest.flatten(x)[0].shape[0] // accumulation_steps
 
-        def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
+        def micro_batch(j):
             rows = j * micro + tf.range(micro)
             w_rows = None if w is None else tf.gather(w, rows)
-            more, more_finite = gradients(data.gather(x, rows), data.gather(y, rows), w_rows)
+            return gradients(data.gather(x, rows), data.gather(y, rows), w_rows)
+
+        # The first micro-batch outside the loop: it says which gradients are None.
+        grads, finite = micro_batch(0)
+        reached = [g is not None for g in grads]
+
+        def add(j, grads, finite):  # a graph loop: the loops run without AutoGraph (loop.py)
+            more, more_finite = micro_batch(j)
+            more = [d for d, kept in zip(more, reached, strict=True) if kept]
             return j + 1, [g + d for g, d in zip(grads, more, strict=True)], finite & more_finite
 
-        _, grads, finite = tf.while_loop(
+        _, summed, finite = tf.while_loop(
             lambda j, *_: j < accumulation_steps,
             add,
-            (tf.constant(0), [tf.zeros_like(v) for v in variables], tf.constant(True)),
+            (tf.constant(1), [tf.convert_to_tensor(g) for g in grads if g is not None], finite),
         )
+        found = iter(summed)
+        grads = [next(found) if kept else None for kept in reached]
+    pairs = [
+        (g, v) for g, v in zip(grads, state.model.trainable_variables, strict=True) if g is not None
+    ]
     if _reduces_first(state.optimizer):
-        grads = _global_on_first_replica(grads)
-    state.optimizer.apply_gradients(zip(grads, variables, strict=True))
+        reduced = _global_on_first_replica([g for g, _ in pairs])
+        pairs = list(zip(reduced, [v for _, v in pairs], strict=True))
+    state.optimizer.apply_gradients(pairs)
+    replica_state.agree(state.per_replica)
     if state.steps is not None:
         state.steps.assign_add(1)
     return finite
@@ -118,9 +145,10 @@ def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
     Returns whether the loss it reports is finite (True if it reports none).
     """
     with replica_random_streams(state):
-        logs = state.model.train_step((x, y) if w is None else (x, y, w))
-    state.train_sums.count(_examples(y))
-    state.train_sums.keep()
+        logs = state.model.train_step(step_data(x, y, w))
+    replica_state.agree(state.per_replica)
+    state.train_sums.count(_examples(x))
+    state.train_sums.keep(logs)
     state.steps.assign_add(1)
     loss = logs.get("loss") if isinstance(logs, dict) else None
     if loss is None or not isinstance(loss, (tf.Tensor, tf.Variable, float)):
@@ -156,49 +184,61 @@ def _global_on_first_replica(grads: list) -> list:
     return [g * tf.cast(first, g.dtype) for g in total]
 
 
-def replica_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
-    """Measures this replica's share of an evaluation batch into `sums`, as Keras's
-    `evaluate` measures a batch: the compiled loss (with the sample weights `w`, if
-    any, and the regularization losses) and the compiled metrics. `weights` is 0 for
-    padding, which counts for nothing.
+def _first_rows(real: int | None, x, y, w):
+    """x, y and w cut to their first `real` rows (None: all of them)."""
+    if real is None:
+        return x, y, w
 
-    The loss sees the whole share, padding weighted 0, so that every shape stays
-    static (Keras weights each output's loss by the share's static size); the
-    metrics see only the real examples."""
-    y_pred = model(x, training=False)
-    padding = tf.cast(weights, tf.float64)
-    weighted = weights if w is None else tf.cast(weights, w.dtype) * w
-    loss = tf.cast(
-        reported(compute_loss(model, x, y, y_pred, weighted, training=False)), tf.float64
+    def cut(a):
+        return a[:real]
+
+    return (
+        tf.nest.map_structure(cut, x),
+        tf.nest.map_structure(cut, y),
+        None if w is None else cut(w),
     )
-    # `loss` is the mean over the share, padding counted, plus the regularization once:
-    # the sum over its real examples counts that once per real example, as Keras does.
-    regularization = tf.cast(tf.add_n(model.losses), tf.float64) if model.losses else 0.0
-    padded, real = tf.cast(_examples(y), tf.float64), tf.reduce_sum(padding)
-    sums.add_total((loss - regularization) * padded + regularization * real, real, padded)
-    sums.measure(x, y, y_pred, w, real=weights > 0)
 
 
-def replica_own_eval_step(model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None):
-    """The model's own `test_step` on this replica's real examples (padding, weight 0,
-    dropped), as Keras's `evaluate` runs it under a strategy: the model's metrics and
-    its loss tracker sum over replicas when read. A replica whose share is all padding
-    runs nothing."""
-    real = weights > 0
+def replica_eval_step(
+    model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None, real=None
+):
+    """Measures this replica's share of an evaluation batch into `sums`, as Keras's
+    `evaluate` measures a batch: the compiled loss (with the sample weights `w` the task
+    gave, if any, and the regularization losses) and the compiled metrics.
 
-    def kept(a):
-        return tf.boolean_mask(a, real)
+    `real` is how many of the share's rows are examples (None: all): at a pass's padded last
+    step the model, its loss and its metrics see those rows alone, with no weight Keras was
+    not given, so a loss of any shape (per example, per pixel, per token) counts each
+    example once. `weights` (1 for an example, 0 for padding) serves only metrics that
+    gather every replica's share (see `metrics.ModelMetrics`): each replica then joins with
+    its whole share."""
+    whole = real is None
+    y_pred = model(x, training=False) if whole or sums.gathered else None
+    if sums.gathered:
+        sums.measure(x, keras_labels(y), y_pred, w, real=None if whole else weights > 0)
+    if real == 0:
+        return
+    if not whole:
+        x, y, w = _first_rows(real, x, y, w)
+        y_pred = model(x, training=False)
+    loss = reported(compute_loss(model, x, y, y_pred, w, training=False))
+    sums.add(loss, _examples(x))
+    if not sums.gathered:
+        sums.measure(x, keras_labels(y), y_pred, w)
 
-    x, y = tf.nest.map_structure(kept, x), tf.nest.map_structure(kept, y)
-    batch = (x, y) if w is None else (x, y, kept(w))
-    count = _examples(y)
-    tf.cond(count > 0, lambda: _test_step(model, batch), tf.no_op)
-    sums.count(count)
 
-
-def _test_step(model: keras.Model, batch) -> tf.Operation:
-    model.test_step(batch)
-    return tf.no_op()
+def replica_own_eval_step(
+    model: keras.Model, sums: metrics.ModelMetrics, x, y, weights, w=None, real=None
+):
+    """The model's own `test_step` on this replica's real rows (see `replica_eval_step`), as
+    Keras's `evaluate` runs it under a strategy: the model's metrics and its loss tracker sum
+    over replicas when read. A replica whose share is all padding runs nothing."""
+    del weights
+    if real == 0:
+        return
+    x, y, w = _first_rows(real, x, y, w)
+    sums.keep(model.test_step(step_data(x, y, w)))
+    sums.count(_examples(x))
 
 
 def eval_step(model: keras.Model, sums: metrics.ModelMetrics):

@@ -8,14 +8,16 @@ by `tf_mgpu.engine.input.placement`), and runs an epoch's calls, evaluations and
 import functools
 import time
 
+import keras
 import tensorflow as tf
 
 from tf_mgpu.config import Config
-from tf_mgpu.engine.input import data, placement, source, stream, stream_checks
+from tf_mgpu.engine.input import arrays, data, placement, source, stream, stream_checks
 from tf_mgpu.engine.input.checks import check_labels
 from tf_mgpu.engine.model import metrics, schedules
+from tf_mgpu.engine.model.compiled import evaluable
 from tf_mgpu.engine.state.training_state import create_state
-from tf_mgpu.engine.step import jit, loop, pace, stream_train
+from tf_mgpu.engine.step import jit, loop, pace, replica_state, stream_train
 from tf_mgpu.engine.step import replica_steps as steps
 from tf_mgpu.engine.step.replica_steps import replica_own_step, replica_train_step
 from tf_mgpu.engine.task import Task
@@ -33,13 +35,19 @@ class Trainer:
         self, strategy: tf.distribute.Strategy, config: Config, task: Task, datasets: data.Data
     ):
         replicas = strategy.num_replicas_in_sync
+        # Float arrays in the run's floatx, as fit casts them (float64 for --dtype=float64).
+        floatx = "float64" if config.dtype == "float64" else keras.config.floatx()
+        datasets = arrays.in_floatx(datasets, floatx)
         # Resident where the arrays fit, else read by index (a tf.data split streams).
         self.placement = placement.place(config.input, strategy, datasets, task.where)
         datasets = self.placement.datasets
         self.input = self.placement.input
         self._strategy, self._config, self._datasets = strategy, config, datasets
         self.task = task
-        self.state = create_state(strategy, config, task, datasets.train.take(slice(0, 2)))
+        # The model is built, checked and probed on one replica's batch, as fit builds on its
+        # first batch (a model may hold its batch size in a reshape).
+        self._first = datasets.train.take(slice(0, config.batch_size))
+        self.state = create_state(strategy, config, task, self._first)
         self.accumulation_steps = _accumulation(config, self.state, task.where)
         self.per_replica = config.batch_size * self.accumulation_steps
         self.global_batch = self.per_replica * replicas
@@ -59,6 +67,7 @@ class Trainer:
                 f"--accumulation_steps"
             )
         check_labels(self.state.compiled.sparse_classes, datasets, task.where)
+        self.state.per_replica.extend(self._updated_per_replica())
         self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input)
         self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(
@@ -69,10 +78,13 @@ class Trainer:
             warmup_steps=round(config.warmup_epochs * self.train_steps),
             where=task.where,
         )
-        # What each epoch evaluates, in order: the validation split if any, then the test split.
-        self._evaluated = {"test": (datasets.test, self.state.test_sums)}
-        if datasets.validation is not None:
-            self._evaluated = {"val": (datasets.validation, self._validation_sums())}
+        # What each epoch evaluates, in order: the validation split if any, then the test
+        # split; nothing for a model Keras's evaluate cannot score (`compiled.evaluable`).
+        self.evaluates = evaluable(self.state.model)
+        self._evaluated = {}
+        if datasets.validation is not None and self.evaluates:
+            self._evaluated["val"] = (datasets.validation, self._validation_sums())
+        if self.evaluates:
             self._evaluated["test"] = (datasets.test, self.state.test_sums)
         self._train = self._evals = None
         self._finished = False  # the last train_epoch ran every step of its epoch
@@ -121,6 +133,19 @@ class Trainer:
             return functools.partial(replica_own_step, self.state)
         return functools.partial(
             replica_train_step, self.state, accumulation_steps=self.accumulation_steps
+        )
+
+    def _updated_per_replica(self) -> list:
+        """The model's variables its training step updates on each replica (see
+        `replica_state`), found by tracing the step on a share of the first examples."""
+        state = self.state
+        found = replica_state.candidates(state.model, state.random_states())
+        if self._strategy.num_replicas_in_sync == 1 or not found:
+            return []
+        x = tf.nest.map_structure(tf.constant, self.task.preprocess(self._first.x))
+        labels = [tf.nest.map_structure(tf.constant, a) for a in self._first.labels()]
+        return replica_state.written_per_replica(
+            self._strategy, self._train_step(), (x, *labels), found
         )
 
     def _stream_train(self) -> stream_train.LocalIteratorTrain | None:
@@ -199,7 +224,8 @@ class Trainer:
             self._strategy,
             eval_step,
             eval_fn,
-            steps=data.eval_steps(len(split), self.eval_batch),
+            examples=len(split),
+            global_batch=self.eval_batch,
             scope=self.jit_scope,
         )
 

@@ -29,6 +29,8 @@ class Facts:
     xla_many: jit.Choice
     memory: tuple[int, int | None]
     own_step: str | None = None  # "Class.train_step" (or compute_loss), when the model's own
+    # "layer's variable" the step updates on each replica (not BatchNormalization's)
+    per_replica_state: tuple[str, ...] = ()
 
 
 def causes(facts: Facts) -> list[str]:
@@ -41,6 +43,16 @@ def causes(facts: Facts) -> list[str]:
             f"{'normalise' if several else 'normalises'} each replica's "
             f"{facts.many.per_replica} examples alone; build {'them' if several else 'it'} "
             f"with keras.layers.BatchNormalization(synchronized=True)"
+        )
+    if facts.per_replica_state:
+        several = len(facts.per_replica_state) > 1
+        found.append(
+            f"state updated on each replica: {', '.join(facts.per_replica_state)} "
+            f"{'are' if several else 'is'} updated in the step from each replica's "
+            f"{facts.many.per_replica} examples and averaged over the replicas after it, "
+            f"which a running statistic survives but a count does not (it ends at 1/"
+            f"{facts.many.replicas} of one device's); count with the global batch "
+            f"(tf.distribute.get_replica_context().all_reduce) or per example"
         )
     if facts.retrace_differs:
         found.append(

@@ -8,7 +8,7 @@ from tf_mgpu.config import Config
 from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.input.data import Data
 from tf_mgpu.engine.state.training_state import overridden
-from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.step import jit, replica_state
 from tf_mgpu.engine.step import replicas as replicas_lib
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks import adapter
@@ -72,6 +72,9 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
         xla_many=jit.choose(config.jit_compile, many_strategy, model, many.trainer.input),
         memory=memory_per_replica(many, one.outputs),
         own_step=", ".join(m for m in overridden(model) if not m.endswith(".test_step")) or None,
+        per_replica_state=tuple(
+            replica_state.named(many.trainer.state.model, many.trainer.state.per_replica)
+        ),
     )
     return Outcome(text=report.table(facts), equivalent=equivalent)
 

@@ -1,0 +1,78 @@
+"""What Keras's `fit` takes, tf_mgpu takes: inputs as a list, no labels for a model that makes
+its own loss, a variable no loss reaches; and what no distribution strategy can run (a
+stateful RNN) is refused in one line."""
+
+import json
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from tests.keras.helpers import (
+    FIT,
+    ONE_DEVICE,
+    built_as_tf_mgpu_builds,
+    load,
+    own_objects,
+    path_of,
+    trained_like_keras,
+)
+from tests.support import cpu_strategy
+from tf_mgpu import training
+from tf_mgpu.config import Config
+from tf_mgpu.errors import UserError
+
+
+def test_inputs_given_as_a_list_train_as_keras(tmp_path):
+    trained_like_keras("list_inputs", tmp_path)
+
+
+@pytest.mark.parametrize("accumulation_steps", [1, 2])
+def test_a_variable_no_loss_reaches_is_skipped_as_keras_skips_it(tmp_path, accumulation_steps):
+    compared = FIT if accumulation_steps == 1 else ONE_DEVICE
+    result = trained_like_keras(
+        "unreached_variable", tmp_path, compared, accumulation_steps=accumulation_steps
+    )
+    aux = [w for w in result.state.model.weights if w.path.startswith("aux/")]
+    built = built_as_tf_mgpu_builds(load("unreached_variable"))
+    initial = {w.path: w.numpy() for w in built.weights}
+    for weight in aux:  # never moved: no gradient, no step
+        np.testing.assert_array_equal(weight.numpy(), initial[weight.path])
+
+
+def test_a_model_whose_train_step_makes_the_loss_trains_without_labels_and_shows_its_logs(
+    tmp_path,
+):
+    config = Config(
+        task=str(path_of("vae_own_step")), batch_size=16, epochs=2, seed=3, model_dir=str(tmp_path)
+    )
+    result = training.run(config, strategy=cpu_strategy(2))
+    summary = result.summary
+    last = summary["history"][-1]
+    for key in ("train_loss", "train_reconstruction_loss", "train_kl_loss"):
+        assert np.isfinite(last[key]), (key, last)
+    assert not [key for key in [*summary, *last] if key.startswith("test_")], summary
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["train_loss"] == last["train_loss"]
+    # The step returns its trackers' results: "loss" is the tracker named total_loss, read
+    # by each replica as its own running mean, averaged over the replicas as fit shows it.
+    model = result.state.model
+    tracked = {m.name: float(m.result()) for m in model.metrics}
+    assert last["train_loss"] == pytest.approx(tracked["total_loss"], rel=1e-6)
+    reloaded = keras.saving.load_model(
+        tmp_path / "model.keras", custom_objects=own_objects(load("vae_own_step"))
+    )
+    x = load("vae_own_step").load_data()[1][0]
+    np.testing.assert_allclose(reloaded.encoder(x)[0], model.encoder(x)[0], atol=1e-6)
+
+
+def test_a_stateful_rnn_is_refused_in_one_line_naming_the_layer(tmp_path):
+    config = Config(
+        task=str(path_of("stateful_lstm")), batch_size=8, epochs=1, model_dir=str(tmp_path)
+    )
+    with pytest.raises(UserError) as raised:
+        training.run(config, strategy=cpu_strategy(2))
+    said = str(raised.value)
+    assert re.search(r"layer 'lstm(_\d+)?' \(LSTM\) is stateful=True", said), said
+    assert "build it with stateful=False" in said, said
