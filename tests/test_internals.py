@@ -93,3 +93,22 @@ def test_the_file_sharding_rewrite_gives_each_pipeline_its_own_files(tmp_path):
 
 def test_slurms_tasks_per_node_as_tensorflows_resolver_reads_them():
     assert internals.slurm_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+
+
+def test_layers_at_any_depth_and_the_export_signature():
+    @keras.saving.register_keras_serializable(package="test_internals")
+    class Block(keras.layers.Layer):  # a layer of the user's own holding others
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(3)
+            self.norm = keras.layers.BatchNormalization()
+
+        def call(self, x):
+            return self.norm(self.dense(x))
+
+    inputs = keras.Input((2,), name="features")
+    model = keras.Model(inputs, Block(name="block")(inputs))
+    found = [type(layer).__name__ for layer in internals.sublayers(model)]
+    assert {"Block", "Dense", "BatchNormalization"} <= set(found), found
+    (spec,) = internals.input_signature(model)
+    assert (tuple(spec.shape), spec.dtype) == ((None, 2), "float32")

@@ -165,7 +165,8 @@ def test_unsynchronized_batch_norm_gets_one_warning_and_really_differs(mnist, tm
     assert warnings == [
         "tf_mgpu warning: BatchNormalization batch_norm normalises each replica's 16 "
         "examples with their own statistics, not the global batch's 32, so 2 replicas do not "
-        "train like one device; build it with keras.layers.BatchNormalization(synchronized=True)"
+        "train like one device; build it with keras.layers.BatchNormalization(synchronized=True), "
+        "or pass --sync_batch_norm"
     ]
     one = dataclasses.replace(two, batch_size=32)
     reference = training.run(one, task, strategy=cpu_strategy(1), datasets=datasets)

@@ -207,6 +207,13 @@ class Config:
         "larger with the memory of one micro-batch, and one all-reduce per step.",
         lower=1,
     )
+    sync_batch_norm: bool = setting(
+        False,
+        "Every BatchNormalization layer normalises with the statistics of the global batch "
+        "(Keras's synchronized=True: one all-reduce of its mean and variance per layer and "
+        "step), so N replicas train as one device; off, each replica uses its own share's, as "
+        "Keras's fit does. The export keeps each layer as the task built it.",
+    )
     scale_lr: bool = setting(
         False,
         "Linear scaling rule (Goyal et al. 2017): train at the learning rate x global batch / "

@@ -45,6 +45,16 @@ def compiled_metrics(model: keras.Model) -> tuple:
     return _read(holder, "_user_metrics", where), _read(holder, "_user_weighted_metrics", where)
 
 
+def compiled_holders(model: keras.Model) -> list:
+    """The objects holding compile's loss and metrics (`CompileLoss`, `CompileMetrics`),
+    those the model has. Keras builds them on their first use; a model with no call() of its
+    own leaves that to its train_step, on each replica, where a mirrored variable cannot be
+    made (tf_mgpu builds them first, `engine/state/lazy_state.py`)."""
+    names = ("_compile_loss", "_compile_metrics")
+    holders = [_read(model, name, "keras.Model") for name in names]
+    return [h for h in holders if h is not None]
+
+
 def compiled_loss_weights(model: keras.Model):
     """compile's `loss_weights` as given (None, a number, a list or a dict). A missing
     name raises: read with a default, a renamed one would drop the weights silently."""
@@ -58,6 +68,13 @@ def learning_rate(optimizer: keras.optimizers.Optimizer):
     """The compiled rate as given: the float variable, a schedule or a callable. The public
     `learning_rate` evaluates a schedule at the current step instead."""
     return _read(optimizer, "_learning_rate", f"keras.optimizers.{type(optimizer).__name__}")
+
+
+def sublayers(layer: keras.Layer) -> list[keras.Layer]:
+    """Every layer `layer` holds, at any depth: a functional model's, and those a layer of
+    the user's own makes in its __init__ (a block holding its BatchNormalization), which
+    `model.layers` does not list. Keras walks them so itself (to save, to track losses)."""
+    return _read(layer, "_flatten_layers", "keras.Layer")(include_self=False, recursive=True)
 
 
 def input_signature(model: keras.Model):

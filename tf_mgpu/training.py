@@ -253,12 +253,14 @@ def _train(run: _Run) -> Result | None:
                 if trainer.state.own_eval
                 else "test metrics are the compiled loss and metrics"
                 if trainer.evaluates
-                else "the test split is not evaluated: the model has no compiled loss, no "
-                "add_loss and no test_step of its own, so Keras's evaluate could not score it"
+                else "the test split is not evaluated: the model has no test_step of its own, "
+                "and no call() with a compiled loss or add_loss, so Keras's evaluate could not "
+                "score it"
             ),
             flush=True,
         )
     for differs in (
+        replicas.synchronized_line(trainer.synchronized, run.strategy.num_replicas_in_sync),
         replicas.warning(trainer.state.model, run.strategy.num_replicas_in_sync, config.batch_size),
         replica_state.describe(
             trainer.state.model,
@@ -411,7 +413,9 @@ def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final
 
 
 def _export(trainer: Trainer, model_dir: str) -> list[str]:
-    """The task's exports of the trained model; returns the paths written."""
+    """The task's exports of the trained model (its layers as the task built them, not as
+    --sync_batch_norm trained them); returns the paths written."""
+    replicas.unsynchronize(trainer.synchronized)
     return (trainer.task.export or export.save)(trainer.state.model, model_dir)
 
 

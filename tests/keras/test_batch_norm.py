@@ -20,5 +20,5 @@ def test_a_run_prints_one_warning_naming_three_layers_and_counting_the_rest(caps
         f"tf_mgpu warning: BatchNormalization layers {names[0]}, {names[1]}, {names[2]} and 3 "
         f"more normalise each replica's 16 examples with their own statistics, not the global "
         f"batch's 32, so 2 replicas do not train like one device; build them with "
-        f"keras.layers.BatchNormalization(synchronized=True)"
+        f"keras.layers.BatchNormalization(synchronized=True), or pass --sync_batch_norm"
     ]

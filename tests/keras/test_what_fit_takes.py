@@ -76,3 +76,11 @@ def test_a_stateful_rnn_is_refused_in_one_line_naming_the_layer(tmp_path):
     said = str(raised.value)
     assert re.search(r"layer 'lstm(_\d+)?' \(LSTM\) is stateful=True", said), said
     assert "build it with stateful=False" in said, said
+
+
+def test_float64_arrays_are_cast_to_floatx_as_fit_casts_them(tmp_path):
+    config = Config(
+        task=str(path_of("float64_arrays")), batch_size=16, epochs=1, model_dir=str(tmp_path)
+    )
+    result = training.run(config, strategy=cpu_strategy(2))
+    assert np.isfinite(result.summary["test_loss"])

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mgpu import internals
+from tf_mgpu.engine.model.layers import every_layer
 from tf_mgpu.errors import UserError
 
 KERAS = "model.keras"
@@ -83,7 +84,9 @@ def write_saved_model(model: keras.Model, folder: str) -> None:
     tracks gets Keras's own export."""
     archive = keras.export.ExportArchive()
     for layer in _layers(model):
-        if hasattr(layer, "save_assets"):  # Keras's lookup layers: their tables
+        # Keras's lookup layers: their tables (a TextVectorization's inner StringLookup,
+        # never built itself, is tracked with its holder)
+        if hasattr(layer, "save_assets") and layer.built:
             archive.track(layer)
     try:
         archive.add_endpoint(
@@ -281,10 +284,7 @@ def _copy_state(source: keras.Layer, target: keras.Layer) -> None:
 
 
 def _layers(model: keras.Layer) -> list[keras.Layer]:
-    found = []
-    for layer in getattr(model, "layers", []):
-        found += [layer, *_layers(layer)]
-    return found
+    return every_layer(model)
 
 
 def write_keras(model: keras.Model, model_dir: str) -> str:

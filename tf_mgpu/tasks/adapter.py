@@ -243,8 +243,11 @@ def _is_array(value) -> bool:
 def _sample_weights(given, rows: int, where: str, name: str) -> np.ndarray:
     """The split's sample weights as a float array of non-negative values: one per example,
     or one per position of a loss of several values per example (a weight per token, shape
-    (rows, tokens)), as Keras's `fit(sample_weight=...)` takes them."""
+    (rows, tokens)), as Keras's `fit(sample_weight=...)` takes them: booleans as 0 and 1
+    (KerasHub's preprocessors give a token's weight so)."""
     w = np.asarray(given)
+    if w.dtype == bool:
+        w = w.astype(np.float32)
     if w.ndim == 2 and w.shape[1] == 1:
         w = w[:, 0]
     if w.ndim == 0 or w.shape[0] != rows or not np.issubdtype(w.dtype, np.number):

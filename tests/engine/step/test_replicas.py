@@ -33,7 +33,7 @@ def test_a_model_with_52_batch_norms_gets_a_short_warning_and_check_a_short_caus
         f"tf_mgpu warning: BatchNormalization layers {names[0]}, {names[1]}, {names[2]} and 49 "
         f"more normalise each replica's 16 examples with their own statistics, not the global "
         f"batch's 32, so 2 replicas do not train like one device; build them with "
-        f"keras.layers.BatchNormalization(synchronized=True)"
+        f"keras.layers.BatchNormalization(synchronized=True), or pass --sync_batch_norm"
     )
     facts = types.SimpleNamespace(
         unsynchronized=names,
@@ -64,6 +64,7 @@ def test_one_layer_keeps_its_line_and_synchronized_layers_get_none():
     assert replicas.warning(model(False), replicas=2, per_replica=16) == (
         "tf_mgpu warning: BatchNormalization bn normalises each replica's 16 examples with their "
         "own statistics, not the global batch's 32, so 2 replicas do not train like one device; "
-        "build it with keras.layers.BatchNormalization(synchronized=True)"
+        "build it with keras.layers.BatchNormalization(synchronized=True), "
+        "or pass --sync_batch_norm"
     )
     assert replicas.warning(model(True), replicas=2, per_replica=16) is None

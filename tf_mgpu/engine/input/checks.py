@@ -70,7 +70,10 @@ def check_data(datasets: data.Data, where: str) -> None:
     check_finite(datasets, where, mapped=False)
     train = _shapes(datasets.train)
     for name, split in _named_splits(datasets)[1:]:
-        if _shapes(split) != train:
+        shapes = _shapes(split)
+        # Splits of other forms (a model whose own train_step takes pairs of views and
+        # whose test_step takes images) are the model's to take, as in Keras's fit.
+        if _form(shapes) == _form(train) and shapes != train:
             raise UserError(
                 f"{where}: the {name} split's examples are shaped {_shapes(split)}, the "
                 f"training split's {train}; load_data() must return every split in one form"
@@ -108,6 +111,19 @@ def _nonfinite(split, mapped: bool = False) -> dict:
         for key, array in [*data.features(split.x), *data.labelled(split.y), *weights]
         if np.issubdtype(array.dtype, np.inexact) and arrays.is_mapped(array) == mapped
     }
+
+
+def _form(shapes: dict) -> tuple:
+    """The structure of a split's shapes: its inputs' names, and its labels' (one array, or
+    the keys or count of several)."""
+    y = shapes.get("y")
+    if isinstance(y, dict):
+        labels = tuple(sorted(y))
+    elif isinstance(y, tuple) and y and all(isinstance(part, tuple) for part in y):
+        labels = len(y)
+    else:
+        labels = "one"
+    return tuple(sorted(key for key in shapes if key != "y")), labels
 
 
 def _shapes(split) -> dict:

@@ -45,11 +45,16 @@ def trains_own_loss(model: keras.Model) -> bool:
 
 
 def evaluable(model: keras.Model) -> bool:
-    """Whether Keras's `evaluate` can score the model: a compiled loss, an `add_loss`, or
-    a `test_step` or `compute_loss` of its own (a VAE that makes its loss in train_step
-    alone has none of them: Keras's test_step says "No loss to compute")."""
-    own = overrides(model, "test_step") or overrides(model, "compute_loss")
-    return model.loss is not None or bool(model.losses) or own
+    """Whether Keras's `evaluate` can score the model: a `test_step` of its own, or a forward
+    pass and a compiled loss, an `add_loss` or a `compute_loss` of its own (a VAE that makes
+    its loss in train_step alone has none of them: Keras's test_step says "No loss to
+    compute")."""
+    if overrides(model, "test_step"):
+        return True
+    # Keras's test_step calls the model: one with no call() (a trainer of parts) cannot.
+    return has_call(model) and (
+        model.loss is not None or bool(model.losses) or overrides(model, "compute_loss")
+    )
 
 
 def is_sparse_categorical(given) -> bool:
@@ -84,6 +89,10 @@ def check_compiled(model: keras.Model, y, y_pred, where: str) -> Compiled:
             f"add_loss makes it)"
         )
     if unlabelled or y_pred is None:  # its own train_step pairs what it uses, as in fit
+        return Compiled()
+    if trains_own_loss(model) and overrides(model, "test_step"):
+        # Its own steps decide what the labels are for (the compiled loss may go unused):
+        # no check of them against it.
         return Compiled()
     user_metrics, user_weighted = internals.compiled_metrics(model)
     found = heads.of_model(model, y, y_pred, where)

@@ -3,16 +3,18 @@ device keeps it, said in one line before training."""
 
 import keras
 
+from tf_mgpu import internals
 from tf_mgpu.errors import UserError
 
 
 def every_layer(model: keras.Layer) -> list[keras.Layer]:
-    """Every layer in `model`, nested models' layers included."""
-    found = []
-    for layer in getattr(model, "layers", []):
-        found.append(layer)
-        found.extend(every_layer(layer))
-    return found
+    """Every layer in `model` at any depth: nested models' layers, and those of the user's
+    own layers (a block's BatchNormalization), but its inputs."""
+    return [
+        layer
+        for layer in internals.sublayers(model)
+        if not isinstance(layer, keras.layers.InputLayer)
+    ]
 
 
 def refuse_stateful_rnns(model: keras.Model, where: str) -> None:

@@ -56,7 +56,7 @@ _MUST_MATCH = {
     "global_batch": "another global batch, which changes the data order",
 }
 # Recorded too; a difference is allowed and reported.
-_MAY_CHANGE = ("learning_rate", "scale_lr", "warmup_epochs", "dtype")
+_MAY_CHANGE = ("learning_rate", "scale_lr", "warmup_epochs", "dtype", "sync_batch_norm")
 
 
 def fingerprint(

@@ -21,7 +21,7 @@ from tf_mgpu.engine.model.compiled import (
     overrides,
     trains_own_loss,
 )
-from tf_mgpu.engine.model.step_logs import StepLogs
+from tf_mgpu.engine.state import lazy_state
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
 
@@ -96,10 +96,16 @@ class TrainState:
 
 
 def create_state(
-    strategy: tf.distribute.Strategy, config: Config, task: Task, sample: data.Split
+    strategy: tf.distribute.Strategy,
+    config: Config,
+    task: Task,
+    sample: data.Split,
+    evaluated: data.Split | None = None,
 ) -> TrainState:
     """Builds the task's compiled model, its optimizer and the counters in `strategy.scope()`,
-    so they are mirrored. `sample` (a few training examples) checks the model's inputs."""
+    so they are mirrored. `sample` (a few training examples) checks the model's inputs;
+    `evaluated` (a few test examples, of another form where a train_step takes other data)
+    finds what the model's own test_step returns."""
     keras.utils.set_random_seed(config.seed)
     policy = keras.config.dtype_policy()  # the run's policy is its model's, not the process's
     keras.config.set_dtype_policy(config.dtype or "float32")
@@ -108,12 +114,14 @@ def create_state(
         # float64 too; `training.run` puts the process's floatx back at its end.
         keras.config.set_floatx("float64")
     try:
-        return _create_state(strategy, task, sample)
+        return _create_state(strategy, task, sample, evaluated or sample)
     finally:
         keras.config.set_dtype_policy(policy)
 
 
-def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Split) -> TrainState:
+def _create_state(
+    strategy: tf.distribute.Strategy, task: Task, sample: data.Split, evaluated: data.Split
+) -> TrainState:
     with strategy.scope():
         net = task.build_model()
         if not isinstance(net, keras.Model):
@@ -136,15 +144,17 @@ def _create_state(strategy: tf.distribute.Strategy, task: Task, sample: data.Spl
         # The compiled loss and metrics made before the first step, as fit makes them.
         build_compiled(net, sample.x, y, y_pred)
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
+        batch = (task.preprocess(sample.x), sample.y, sample.w)
+        if own:  # what its train_step builds on a first call: before the metrics are read
+            lazy_state.build(strategy, net, *batch)
         train_sums = metrics.ModelMetrics(net, "train", keeps=True, own_loss=own)
         test_sums = metrics.ModelMetrics(net, "test", own_loss=own_eval)
         # What the model's own steps return, kept as fit and evaluate show it.
-        batch = (task.preprocess(sample.x), sample.y, sample.w)
         if own:
-            build_own_optimizers(strategy, net, *batch)
-            train_sums.logs = own_logs(strategy, net.train_step, *batch)
+            train_sums.logs = lazy_state.own_logs(strategy, net.train_step, *batch)
         if own_eval:
-            test_sums.logs = own_logs(strategy, net.test_step, *batch)
+            test = (task.preprocess(evaluated.x), evaluated.y, evaluated.w)
+            test_sums.logs = lazy_state.own_logs(strategy, net.test_step, *test)
         # Steps are counted apart from the optimizer's iterations where a step may not
         # apply the optimizer once: a loss-scale skip, or a train_step of the user's.
         counts = own or isinstance(net.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -185,59 +195,6 @@ def _take_accumulation(net: keras.Model, where: str) -> int | None:
     for holder in found:
         holder.gradient_accumulation_steps = None
     return steps
-
-
-class _Builds(Exception):  # noqa: N818 (stops a probe trace: not an error)
-    """Raised where a lazily built optimizer would build, with the variables it was given."""
-
-    def __init__(self, optimizer, variables):
-        super().__init__()
-        self.optimizer, self.variables = optimizer, list(variables)
-
-
-def build_own_optimizers(strategy: tf.distribute.Strategy, net: keras.Model, x, y, w) -> None:
-    """Builds, in the strategy's scope, the optimizers a model's own train_step builds on
-    its first call (a GAN's d_optimizer and g_optimizer, given to its own compile).
-
-    Built inside the compiled step on each replica, their variables could not be made
-    mirrored (TensorFlow cannot lift them out of the replica's graph; Keras's fit on
-    several replicas fails there too). Each is found by tracing train_step on the replicas,
-    never run, up to the point it would build: it is then built with those variables in
-    the scope, outside any replica, and the trace tried again for the next."""
-    lazy = [v for v in vars(net).values() if isinstance(v, keras.optimizers.Optimizer)]
-    lazy = [o for o in lazy if o is not net.optimizer and not o.built]
-    if not lazy:
-        return
-    data = tf.nest.map_structure(
-        tf.constant,
-        keras.utils.pack_x_y_sample_weight(x, None if isinstance(y, tuple) and not y else y, w),
-    )
-    for _ in range(len(lazy)):
-        for optimizer in lazy:
-            if not optimizer.built:
-
-                def stop(variables, optimizer=optimizer):
-                    raise _Builds(optimizer, variables)
-
-                optimizer.__dict__["build"] = stop  # on these objects, for this trace only
-        try:
-            probe = tf.function(lambda: strategy.run(net.train_step, args=(data,)), autograph=False)
-            probe.get_concrete_function()
-            return
-        except _Builds as found:
-            with strategy.scope():
-                type(found.optimizer).build(found.optimizer, found.variables)
-        finally:
-            for optimizer in lazy:
-                optimizer.__dict__.pop("build", None)
-
-
-def own_logs(strategy: tf.distribute.Strategy, step, x, y, w) -> StepLogs:
-    """The logs a model's own `step` (train_step, test_step) returns on (x, y, w), as Keras's
-    fit hands it data; found by tracing it, not running it."""
-    pack = {"x": x, "y": None if isinstance(y, tuple) and not y else y, "sample_weight": w}
-    data = tf.nest.map_structure(tf.constant, keras.utils.pack_x_y_sample_weight(**pack))
-    return StepLogs.traced(strategy, lambda: step(data))
 
 
 def runs_own_step(net: keras.Model) -> bool:

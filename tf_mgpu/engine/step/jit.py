@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.config import parse_jit_compile
+from tf_mgpu.engine.model.layers import every_layer
 from tf_mgpu.engine.state.training_state import overridden
 from tf_mgpu.engine.step import loop
 
@@ -81,9 +82,5 @@ def choose(
 
 
 def layers(model: keras.Layer) -> list[keras.Layer]:
-    """Every layer in `model`, nested models' layers included."""
-    found = []
-    for layer in getattr(model, "layers", []):
-        found.append(layer)
-        found.extend(layers(layer))
-    return found
+    """Every layer in `model` at any depth (see `tf_mgpu.engine.model.layers`)."""
+    return every_layer(model)

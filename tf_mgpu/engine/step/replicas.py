@@ -23,6 +23,39 @@ def unsynchronized_batch_norm(model: keras.Model) -> list[str]:
     ]
 
 
+def synchronize(model: keras.Model) -> list[keras.layers.BatchNormalization]:
+    """--sync_batch_norm: the model's BatchNormalization layers built unsynchronized made to
+    normalise over the global batch (Keras reads `synchronized` in each call); returns them,
+    so the export can hand them back as the task built them (`unsynchronize`)."""
+    found = [
+        layer
+        for layer in jit.layers(model)
+        if isinstance(layer, keras.layers.BatchNormalization)
+        and not getattr(layer, "synchronized", False)
+    ]
+    for layer in found:
+        layer.synchronized = True
+    return found
+
+
+def unsynchronize(layers: list) -> None:
+    for layer in layers:
+        layer.synchronized = False
+
+
+def synchronized_line(layers: list, replicas: int) -> str | None:
+    """The start line of --sync_batch_norm, or None when it changed nothing."""
+    if not layers:
+        return None
+    names = [layer.name for layer in layers]
+    several = len(names) > 1
+    return (
+        f"tf_mgpu batch norm: --sync_batch_norm: {batch_norms(names)} "
+        f"{'normalise' if several else 'normalises'} over the global batch of all {replicas} "
+        f"replicas (one all-reduce of the statistics per layer and step), as one device does"
+    )
+
+
 def warning(model: keras.Model, replicas: int, per_replica: int) -> str | None:
     """One line saying what differs from one device and how to fix it, or None."""
     names = unsynchronized_batch_norm(model)
@@ -35,7 +68,7 @@ def warning(model: keras.Model, replicas: int, per_replica: int) -> str | None:
         f"{per_replica} examples with their own statistics, not the global batch's "
         f"{per_replica * replicas}, so {replicas} replicas do not train like one device; "
         f"build {'them' if several else 'it'} with "
-        f"keras.layers.BatchNormalization(synchronized=True)"
+        f"keras.layers.BatchNormalization(synchronized=True), or pass --sync_batch_norm"
     )
 
 

@@ -19,6 +19,7 @@ from tf_mgpu.engine.model.compiled import evaluable
 from tf_mgpu.engine.state.training_state import create_state
 from tf_mgpu.engine.step import jit, loop, pace, replica_state, stream_train
 from tf_mgpu.engine.step import replica_steps as steps
+from tf_mgpu.engine.step import replicas as replicas_lib
 from tf_mgpu.engine.step.replica_steps import replica_own_step, replica_train_step
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import Diverged, UserError
@@ -47,7 +48,14 @@ class Trainer:
         # The model is built, checked and probed on one replica's batch, as fit builds on its
         # first batch (a model may hold its batch size in a reshape).
         self._first = datasets.train.take(slice(0, config.batch_size))
-        self.state = create_state(strategy, config, task, self._first)
+        tested = datasets.test.take(slice(0, config.batch_size))
+        self.state = create_state(strategy, config, task, self._first, tested)
+        # --sync_batch_norm: before any step is traced (Keras reads it in each call).
+        self.synchronized = (
+            replicas_lib.synchronize(self.state.model)
+            if config.sync_batch_norm and replicas > 1
+            else []
+        )
         self.accumulation_steps = _accumulation(config, self.state, task.where)
         self.per_replica = config.batch_size * self.accumulation_steps
         self.global_batch = self.per_replica * replicas
