@@ -44,6 +44,14 @@ def test_keras_names():
     assert float(keras.ops.convert_to_numpy(rate)) == 0.25
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     assert internals.learning_rate(keras.optimizers.SGD(schedule)) is schedule
+    holders = internals.compiled_holders(model)
+    assert [type(h).__name__ for h in holders] == ["CompileLoss", "CompileMetrics"]
+
+    def first_error(y_true, y_pred):
+        return keras.ops.abs(y_true - y_pred)[0]
+
+    wrapper = keras.metrics.MeanMetricWrapper(first_error)
+    assert internals.wrapped_function(wrapper) is first_error
 
 
 def test_tf_data_names():

@@ -64,6 +64,12 @@ def compiled_loss_weights(model: keras.Model):
     return _read(holder, "_user_loss_weights", "keras.Model._compile_loss")
 
 
+def wrapped_function(metric: keras.metrics.MeanMetricWrapper):
+    """The function a `MeanMetricWrapper` averages (compile's `metrics=[my_function]`); Keras
+    keeps it only here."""
+    return _read(metric, "_fn", "keras.metrics.MeanMetricWrapper")
+
+
 def learning_rate(optimizer: keras.optimizers.Optimizer):
     """The compiled rate as given: the float variable, a schedule or a callable. The public
     `learning_rate` evaluates a schedule at the current step instead."""

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.keras.helpers import FLOAT64, assert_same_weights, load, one_and_two, path_of
+from tests.keras.helpers import (
+    FLOAT64,
+    assert_same_weights,
+    load,
+    one_and_two,
+    path_of,
+    trained_like_keras,
+)
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
@@ -95,3 +102,12 @@ def test_a_result_that_is_the_state_variable_reads_as_the_sum_over_replicas():
 
     strategy.run(tf.function(update))
     assert metrics.number(metric.result()) == 4.0  # 2 right on each replica
+
+
+def test_a_function_metric_over_its_batch_is_measured_on_the_global_batch(tmp_path):
+    # Keras averages first_error per batch: on 2 replicas each would score its own share's
+    # first example; gathered, the global batch's first, as one device's evaluate.
+    trained_like_keras("batch_metric", tmp_path)
+    task = load("batch_metric")
+    assert not metrics.additive(keras.metrics.MeanMetricWrapper(task.first_error))
+    assert metrics.additive(keras.metrics.MeanMetricWrapper(keras.metrics.mean_absolute_error))

@@ -68,7 +68,17 @@ def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
             f"{SAVED_MODEL}/; {KERAS} holds it (its parts are its attributes)"
         )
         return [os.path.join(model_dir, KERAS)]
-    write_dir(saved_model, lambda folder: write_saved_model(exported, folder))
+    try:
+        write_dir(saved_model, lambda folder: write_saved_model(exported, folder))
+    except ValueError as e:
+        if "non-Tensor value None" not in str(e):
+            raise
+        # keras.io's miniature GPT returns [logits, None]: a SavedModel serves tensors only.
+        say(
+            f"tf_mgpu export: {type(model).__name__}'s call() returns None for an output, "
+            f"which a SavedModel cannot serve, so no {SAVED_MODEL}/; {KERAS} holds it"
+        )
+        return [os.path.join(model_dir, KERAS)]
     return [os.path.join(model_dir, KERAS), saved_model]
 
 

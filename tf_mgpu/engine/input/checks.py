@@ -22,8 +22,26 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
     inputs = getattr(model, "inputs", None)
     if not inputs:
         return
+    try:
+        _check_inputs(model, inputs, x, where)
+    except UserError as e:
+        if getattr(model, "preprocessor", None) is None:
+            raise
+        # A KerasHub task: its own fit maps the preprocessor over the data first.
+        raise UserError(
+            f"{e}; {type(model).__name__} holds a preprocessor, which KerasHub's fit runs on "
+            f"the raw data: run it in load_data() (preprocessor(x) gives x, y and the sample "
+            f"weights, as examples/hub_causal_lm_lora_task.py does) and build the model with "
+            f"preprocessor=None"
+        ) from None
+
+
+def _check_inputs(model: keras.Model, inputs: list, x, where: str) -> None:
     if isinstance(x, dict):
-        names = {t.name: t for t in inputs}
+        # A model built from a dict of inputs is keyed as built (fit matches x's keys to
+        # the dict's), else by its inputs' names.
+        given = getattr(model, "input", None)
+        names = given if isinstance(given, dict) else {t.name: t for t in inputs}
         missing = sorted(set(names) - set(x))
         if missing:
             raise UserError(
@@ -51,6 +69,11 @@ def check_inputs(model: keras.Model, x, where: str) -> None:
     for name, spec, array in pairs:
         expected = tuple(spec.shape[1:])
         got = tuple(np.shape(array)[1:])
+        # Keras's functional call adds or drops a last axis of 1 (`(n,)` for Input((1,))).
+        if expected[-1:] == (1,) and len(got) == len(expected) - 1:
+            got = (*got, 1)
+        elif got[-1:] == (1,) and len(got) == len(expected) + 1:
+            got = got[:-1]
         fits = len(expected) == len(got) and all(
             e is None or e == g for e, g in zip(expected, got, strict=True)
         )

@@ -80,7 +80,10 @@ class Stream:
         x, y = self.dataset.element_spec[:2]
         specs = x if isinstance(x, dict) else {"x": x}
         return {
-            **{k: tuple(s.shape) for k, s in sorted(specs.items())},
+            **{
+                k: tf.nest.map_structure(lambda s: tuple(s.shape), s)
+                for k, s in sorted(specs.items())
+            },
             "y": tf.nest.map_structure(lambda s: tuple(s.shape), y),
         }
 

@@ -231,5 +231,5 @@ def build_compiled(model: keras.Model, x, y, y_pred) -> None:
         return
     if model.loss is not None or model.losses:
         model.compute_loss(x=x, y=y, y_pred=y_pred)
-    model.compute_metrics(x, y, y_pred)
+    model.compute_metrics(x, y, y_pred, sample_weight=None)  # as fit calls it: by name
     model.reset_metrics()

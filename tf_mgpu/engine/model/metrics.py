@@ -18,6 +18,7 @@ mean Keras's loss tracker would give, summed exactly.
 import keras
 import tensorflow as tf
 
+from tf_mgpu import internals
 from tf_mgpu.engine.model.compiled import overrides
 from tf_mgpu.engine.model.step_logs import StepLogs
 
@@ -125,7 +126,7 @@ class ModelMetrics:
             # under MultiWorkerMirroredStrategy has no device the gather can send from
             # ("destinations can not be empty").
             share = tf.nest.map_structure(tf.identity, share)
-            every = context.all_gather(share, axis=0)
+            every = _gathered(context, share)
             real = None if real is None else every["real"] > 0
             self._compute(every.get("x"), every.get("y"), every["y_pred"], every.get("w"), real)
         self.keep()
@@ -241,11 +242,33 @@ def leaves(found: list) -> list[keras.metrics.Metric]:
     return flat
 
 
+# What the collectives carry; any other dtype (uint8 images, booleans) goes as int32.
+_GATHERED = (tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.int32, tf.int64)
+
+
+def _gathered(context, share: dict) -> dict:
+    """`share` gathered from every replica along the batch axis, in its own dtypes."""
+    dtypes = tf.nest.map_structure(lambda a: a.dtype, share)
+
+    def sendable(a):
+        return a if a.dtype in _GATHERED else tf.cast(a, tf.int32)
+
+    every = context.all_gather(tf.nest.map_structure(sendable, share), axis=0)
+    return tf.nest.map_structure(lambda a, dtype: tf.cast(a, dtype), every, dtypes)
+
+
 def additive(metric: keras.metrics.Metric) -> bool:
     """Whether the sum of each replica's state is the state of their examples together:
     true of Keras's own metrics (counts, totals, confusion matrices), not known of any
-    other class, a subclass of Keras's included."""
-    return type(metric).__module__.split(".")[0] == "keras"
+    other class, a subclass of Keras's included, nor of a function of the user's that Keras
+    averages (it may reduce over its batch: keras.io's EDSR scores `psnr(...)[0]`, the
+    batch's first image)."""
+    if type(metric).__module__.split(".")[0] != "keras":
+        return False
+    if isinstance(metric, keras.metrics.MeanMetricWrapper):
+        function = internals.wrapped_function(metric)
+        return getattr(function, "__module__", "keras").split(".")[0] == "keras"
+    return True
 
 
 def _scalar(value) -> bool:
