@@ -8,6 +8,9 @@ import pytest
 
 from tests.keras.helpers import path_of, trained_like_keras, two_workers_and_one_device
 
+# Its own CI stage with the keras.io zoo (`pytest -m zoo`): minutes of models not ours.
+pytestmark = pytest.mark.zoo
+
 # The image classifier's ResNet normalises each batch: over the global batch, as one device
 # does, with --sync_batch_norm (without it each replica normalises its own share). Keras
 # makes a LoRA update's kernels float32 under a float64 policy, and its optimizer then

@@ -16,6 +16,9 @@ import pytest
 from tests import support
 from tests.keras.helpers import FIT, ONE_DEVICE, path_of, trained_like_keras
 
+# Its own CI stage with the keras.io zoo (`pytest -m zoo`): minutes of models not ours.
+pytestmark = pytest.mark.zoo
+
 # Each model, and what its weights are compared with (see `trained_like_keras`).
 ZOO = {
     "masked_lstm": FIT,  # text: Embedding(mask_zero=True) and an LSTM

@@ -1,0 +1,190 @@
+# keras-io: examples/structured_data/feature_engineering_with_lambda.py
+"""Feature engineering with Lambda layers on the heart disease data: synthetic patients
+(12 float32 features of shape (1,) and the "thal" string feature) with labels 0/1, as
+unbatched `tf.data.Dataset`s of (dict, label) since Keras does not take string NumPy
+arrays, in place of the heart.csv download and `make_csv_dataset`; `keras` in place of
+`tf.keras`; `output_shape=(1,)` given to the three Lambda layers on the string feature
+(Keras 3 cannot infer it); the plot_model calls are left out."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+binary_features = ["sex", "fbs", "exang"]
+numeric_features = [
+    "trestbps",
+    "chol",
+    "thalach",
+    "oldpeak",
+    "slope",
+    "cp",
+    "restecg",
+    "ca",
+]
+categoric_features = ["thal"]
+
+dtype_mapper = {
+    "age": tf.float32,
+    "sex": tf.float32,
+    "cp": tf.float32,
+    "trestbps": tf.float32,
+    "chol": tf.float32,
+    "fbs": tf.float32,
+    "restecg": tf.float32,
+    "thalach": tf.float32,
+    "exang": tf.float32,
+    "oldpeak": tf.float32,
+    "slope": tf.float32,
+    "ca": tf.float32,
+    "thal": tf.string,
+}
+
+
+def create_inputs(data_type_mapper):
+    """Create model inputs
+
+    Args:
+        data_type_mapper (dict): Dictionary with feature as key and dtype as value
+                                 For example {'age': tf.float32, ...}
+    Returns:
+        (dict): Keras inputs for each feature
+    """
+    return {
+        feature: keras.Input(shape=(1,), name=feature, dtype=dtype)
+        for feature, dtype in data_type_mapper.items()
+    }
+
+
+def ratio(x):
+    """compute the ratio between two numeric features"""
+    return x[0] / x[1]
+
+
+def cross_feature(x):
+    """compute the crossing of two features"""
+    return tf.cast(x[0] * x[1], dtype=tf.float32)
+
+
+def age_and_gender(x):
+    """check if age gt 50 and if gender is male"""
+    return tf.cast(tf.math.logical_and(x[0] > 50, x[1] == 1), dtype=tf.float32)
+
+
+def is_fixed(x):
+    """encode categoric feature if value is equal to fixed"""
+    return tf.cast(x == "fixed", dtype=tf.float32)
+
+
+def is_reversible(x):
+    """encode categoric feature if value is equal to fixed"""
+    return tf.cast(x == "reversible", dtype=tf.float32)
+
+
+def is_normal(x):
+    """encode categoric feature if value is equal to fixed"""
+    return tf.cast(x == "normal", dtype=tf.float32)
+
+
+def build_model():
+    feature_layer_inputs = create_inputs(dtype_mapper)
+
+    is_fixed_layer = keras.layers.Lambda(is_fixed, output_shape=(1,), name="is_fixed")(
+        feature_layer_inputs["thal"]
+    )
+
+    is_normal_layer = keras.layers.Lambda(is_normal, output_shape=(1,), name="is_normal")(
+        feature_layer_inputs["thal"]
+    )
+
+    is_reversible_layer = keras.layers.Lambda(
+        is_reversible, output_shape=(1,), name="is_reversible"
+    )(feature_layer_inputs["thal"])
+
+    age_and_gender_layer = keras.layers.Lambda(age_and_gender, name="age_and_gender")(
+        (feature_layer_inputs["age"], feature_layer_inputs["sex"])
+    )
+
+    trest_chol_ratio = keras.layers.Lambda(ratio, name="trest_chol_ratio")(
+        (feature_layer_inputs["trestbps"], feature_layer_inputs["chol"])
+    )
+
+    trest_cross_thalach = keras.layers.Lambda(cross_feature, name="trest_cross_thalach")(
+        (feature_layer_inputs["trestbps"], feature_layer_inputs["thalach"])
+    )
+
+    # concat all newly created features into one layer
+    feature_list = [
+        is_fixed_layer,
+        is_normal_layer,
+        is_reversible_layer,
+        age_and_gender_layer,
+        trest_chol_ratio,
+        trest_cross_thalach,
+    ]
+
+    lambda_feature_layer = keras.layers.concatenate(feature_list, name="lambda_feature_layer")
+
+    numeric_feature_layer = keras.layers.concatenate(
+        [feature_layer_inputs[feature] for feature in numeric_features],
+        name="numeric_feature_layer",
+    )
+
+    binary_feature_layer = keras.layers.concatenate(
+        [feature_layer_inputs[feature] for feature in binary_features],
+        name="binary_feature_layer",
+    )
+
+    # Add the rest of features
+    feature_layer = keras.layers.concatenate(
+        [lambda_feature_layer, numeric_feature_layer, binary_feature_layer],
+        name="feature_layer",
+    )
+
+    # setup model, this is basically Logistic regression
+    x = keras.layers.BatchNormalization(name="batch_norm")(feature_layer)
+    output = keras.layers.Dense(1, activation="sigmoid", name="target")(x)
+    model = keras.Model(inputs=feature_layer_inputs, outputs=output)
+    model.compile(
+        loss=keras.losses.BinaryCrossentropy(),
+        optimizer=keras.optimizers.Adam(learning_rate=0.01),
+        metrics=[
+            keras.metrics.BinaryAccuracy(name="accuracy"),
+            keras.metrics.AUC(name="auc"),
+        ],
+    )
+    return model
+
+
+def heart_data(rng, n):
+    """Synthetic rows with the heart.csv columns and value ranges."""
+    columns = {
+        "age": rng.integers(29, 78, size=n),
+        "sex": rng.integers(0, 2, size=n),
+        "cp": rng.integers(0, 5, size=n),
+        "trestbps": rng.integers(94, 201, size=n),
+        "chol": rng.integers(126, 565, size=n),
+        "fbs": rng.integers(0, 2, size=n),
+        "restecg": rng.integers(0, 3, size=n),
+        "thalach": rng.integers(71, 203, size=n),
+        "exang": rng.integers(0, 2, size=n),
+        "oldpeak": rng.integers(0, 63, size=n) / 10.0,
+        "slope": rng.integers(1, 4, size=n),
+        "ca": rng.integers(0, 4, size=n),
+        "thal": rng.choice(np.array(["fixed", "normal", "reversible"]), size=n),
+    }
+    target = rng.integers(0, 2, size=n)
+    return columns, target
+
+
+def load_data():
+    rng = np.random.default_rng(0)
+
+    def split(n):
+        columns, target = heart_data(rng, n)
+        x = {
+            name: (values if name == "thal" else values.astype(np.float32)).reshape(n, 1)
+            for name, values in columns.items()
+        }
+        return tf.data.Dataset.from_tensor_slices((x, target.astype(np.int32)))
+
+    return split(128), split(64)

@@ -1,0 +1,44 @@
+"""The keras.io zoo (tests/zoo/README.md): docs/zoo.md lists every example the rule selects,
+and each adapted example ends as docs/zoo.md says (`python -m tests.zoo` remakes the page).
+
+Each example runs in a process of its own (`tests.zoo.one`, forked from one that has imported
+TensorFlow): ten seconds to a few minutes each, mostly tracing. The runs are their own stage
+(`pytest -m zoo`, as CI runs them), on every third example the page records as run
+(`catalog.ci_sample`); the page's check is in the suite.
+"""
+
+import json
+import sys
+
+import pytest
+
+from tests import support
+from tests.zoo import catalog
+
+PAGE = support.ROOT / "docs" / "zoo.md"
+
+
+def test_docs_zoo_lists_every_example_the_rule_selects_once():
+    listed = catalog.recorded(PAGE.read_text())
+    adapted = {catalog.source_of(path) for path in catalog.adapted()}
+    left_out = {source for source, _ in catalog.left_out()}
+    assert not adapted & left_out, sorted(adapted & left_out)
+    assert set(listed) == adapted | left_out, sorted(set(listed) ^ (adapted | left_out))
+    assert {s for s, status in listed.items() if status == "left out"} == left_out
+    assert len(adapted) >= 60
+
+
+@pytest.mark.zoo
+@pytest.mark.parametrize(
+    "path", catalog.ci_sample(PAGE.read_text()), ids=lambda p: f"{p.parent.name}/{p.stem}"
+)
+def test_an_adapted_example_ends_as_docs_zoo_says(path, tmp_path):
+    expected = catalog.recorded(PAGE.read_text())[catalog.source_of(path)]
+    out = tmp_path / "outcome.json"
+    command = [sys.executable, "-m", "tests.zoo.one", str(path.relative_to(support.ROOT)), str(out)]
+    done = support.run_processes(
+        {"zoo": (command, support.environment())}, tmp_path / "logs", timeout=900
+    )["zoo"]
+    assert done.returncode == 0, done.tail()
+    outcome = json.loads(out.read_text())
+    assert outcome["status"] == expected, outcome
