@@ -12,8 +12,10 @@ import pytest
 from tests.keras.helpers import (
     FIT,
     ONE_DEVICE,
+    assert_same_weights,
     built_as_tf_mgpu_builds,
     load,
+    one_and_two,
     own_objects,
     path_of,
     trained_like_keras,
@@ -84,3 +86,16 @@ def test_float64_arrays_are_cast_to_floatx_as_fit_casts_them(tmp_path):
     )
     result = training.run(config, strategy=cpu_strategy(2))
     assert np.isfinite(result.summary["test_loss"])
+
+
+def test_metrics_a_model_without_call_updates_in_its_train_step_are_built_first():
+    # Built on their first update inside the step, on each replica, their variables could
+    # not be mirrored (UnliftableError): tf_mgpu builds them first, in the scope.
+    one, two = one_and_two(load("no_call_metrics"))
+    assert_same_weights(one, two, atol=1e-10)
+    last = two.summary["history"][-1]
+    assert 0 < last["train_sparse_categorical_accuracy"] <= 1, last
+    assert (
+        last["test_sparse_categorical_accuracy"]
+        == one.summary["history"][-1]["test_sparse_categorical_accuracy"]
+    )
