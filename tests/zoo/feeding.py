@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tests.keras.helpers import keras_evaluate, keras_input, own_objects
 from tf_mgpu.engine.input import data, stream, stream_batched, stream_shard
-from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.model.layers import every_layer
 
 # What a task file may define that tf_mgpu reads (tf_mgpu.tasks's contract).
 _CONTRACT = ("load_data", "preprocess", "REFERENCE_BATCH", "export", "callbacks", "CLASS_WEIGHT")
@@ -36,7 +36,7 @@ def without_randomness(module) -> tuple[types.SimpleNamespace, list[str]]:
 
     def build_model():
         model = module.build_model()
-        for layer in jit.layers(model):
+        for layer in every_layer(model):
             for attribute in ("rate", "stddev"):
                 value = getattr(layer, attribute, None)
                 if hasattr(layer, "seed_generator") and isinstance(value, float) and value > 0:
@@ -132,7 +132,7 @@ def keras_fit(
         else:
             with strategy.scope():
                 model = task.build_model()
-            for layer in jit.layers(model):
+            for layer in every_layer(model):
                 if isinstance(layer, keras.layers.BatchNormalization):
                     layer.synchronized = True
         splits = module.load_data()

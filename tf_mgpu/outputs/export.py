@@ -93,7 +93,7 @@ def write_saved_model(model: keras.Model, folder: str) -> None:
     tracked as it reads them, once. A model whose endpoint reads a resource no layer
     tracks gets Keras's own export."""
     archive = keras.export.ExportArchive()
-    for layer in _layers(model):
+    for layer in every_layer(model):
         # Keras's lookup layers: their tables (a TextVectorization's inner StringLookup,
         # never built itself, is tracked with its holder)
         if hasattr(layer, "save_assets") and layer.built:
@@ -135,7 +135,7 @@ def _python_lambdas(model: keras.Model) -> list[str]:
     """The names of the model's Lambda layers whose function is a Python lambda."""
     return [
         layer.name
-        for layer in _layers(model)
+        for layer in every_layer(model)
         if isinstance(layer, keras.layers.Lambda)
         and getattr(layer.function, "__name__", None) == "<lambda>"
     ]
@@ -167,7 +167,7 @@ def _is_graph(model: keras.Model) -> bool:
 
 def _trained_in_float_policy(model: keras.Model) -> bool:
     """Whether any layer computes or keeps its variables in another float than float32."""
-    return any(layer.dtype_policy.name in _FLOAT_POLICIES for layer in [model, *_layers(model)])
+    return any(layer.dtype_policy.name in _FLOAT_POLICIES for layer in [model, *every_layer(model)])
 
 
 def float32_copy(model: keras.Model) -> keras.Model:
@@ -245,14 +245,14 @@ def _own_objects(model: keras.Model) -> dict:
     (cloning a compiled model compiles the clone from its config) and the functions
     defined with def of its Lambda layers (a Lambda is rebuilt from its config)."""
     functions = [
-        layer.function for layer in _layers(model) if isinstance(layer, keras.layers.Lambda)
+        layer.function for layer in every_layer(model) if isinstance(layer, keras.layers.Lambda)
     ]
     given = [
         model.loss,
         *internals.compiled_metrics(model),
         functions,
         type(model),
-        [type(layer) for layer in _layers(model)],
+        [type(layer) for layer in every_layer(model)],
     ]
     found = {}
     for item in tf.nest.flatten(given):
@@ -279,7 +279,7 @@ def _copy_state(source: keras.Layer, target: keras.Layer) -> None:
     layer's vocabulary), and what a layer derives from its variables as it loads them (an
     adapted Normalization's mean and variance tensors, which its `call` reads: without them
     the copy, and so the SavedModel, would not normalise)."""
-    for one, other in zip(_layers(source), _layers(target), strict=True):
+    for one, other in zip(every_layer(source), every_layer(target), strict=True):
         # Only layers with such state define these (Keras's preprocessing layers).
         assets = hasattr(one, "save_assets")
         if not (assets or hasattr(one, "finalize_state")):
@@ -291,10 +291,6 @@ def _copy_state(source: keras.Layer, target: keras.Layer) -> None:
             with tempfile.TemporaryDirectory() as folder:
                 one.save_assets(folder)
                 other.load_assets(folder)
-
-
-def _layers(model: keras.Layer) -> list[keras.Layer]:
-    return every_layer(model)
 
 
 def write_keras(model: keras.Model, model_dir: str) -> str:

@@ -71,7 +71,8 @@ def choose(
         )
     if possible == "replica":
         return Choice(possible, "auto: GPUs")
-    slow = sorted({type(one).__name__ for one in layers(model) if isinstance(one, SLOW_ON_CPU)})
+    found = every_layer(model)
+    slow = sorted({type(one).__name__ for one in found if isinstance(one, SLOW_ON_CPU)})
     if slow:
         return Choice(
             "none",
@@ -79,8 +80,3 @@ def choose(
             f"TensorFlow's own; --jit_compile forces XLA",
         )
     return Choice(possible, "auto: no convolutions, the whole call compiles on this CPU")
-
-
-def layers(model: keras.Layer) -> list[keras.Layer]:
-    """Every layer in `model` at any depth (see `tf_mgpu.engine.model.layers`)."""
-    return every_layer(model)

@@ -10,14 +10,14 @@ training step in a distributed training strategy").
 
 import keras
 
-from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.model.layers import every_layer
 
 
 def unsynchronized_batch_norm(model: keras.Model) -> list[str]:
     """The names of the model's BatchNormalization layers that keep per-replica statistics."""
     return [
         layer.name
-        for layer in jit.layers(model)
+        for layer in every_layer(model)
         if isinstance(layer, keras.layers.BatchNormalization)
         and not getattr(layer, "synchronized", False)
     ]
@@ -29,7 +29,7 @@ def synchronize(model: keras.Model) -> list[keras.layers.BatchNormalization]:
     so the export can hand them back as the task built them (`unsynchronize`)."""
     found = [
         layer
-        for layer in jit.layers(model)
+        for layer in every_layer(model)
         if isinstance(layer, keras.layers.BatchNormalization)
         and not getattr(layer, "synchronized", False)
     ]

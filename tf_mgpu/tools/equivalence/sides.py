@@ -18,7 +18,7 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine.distribute import devices
 from tf_mgpu.engine.input import data
-from tf_mgpu.engine.step import jit
+from tf_mgpu.engine.model.layers import every_layer
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
@@ -46,7 +46,7 @@ def without_randomness(task: Task) -> tuple[Task, list[str]]:
     def build_model():
         model = task.build_model()
         builds.append(model.name)
-        for layer in jit.layers(model):
+        for layer in every_layer(model):
             for attribute in ("rate", "stddev"):
                 value = getattr(layer, attribute, None)
                 if hasattr(layer, "seed_generator") and isinstance(value, float) and value > 0:
