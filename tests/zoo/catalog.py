@@ -52,7 +52,7 @@ MEANING = {
     "refused": "refused before training, in the one line shown",
     "failed": "did not train or export (the error shown)",
     "not run": f"adapted, but not run by the last `{COMMAND}`: on 2 cores the whole zoo takes "
-    "hours, and that run was stopped for time (`--only=NAME` runs it)",
+    "about an hour, and that run was stopped for time (`--only=NAME` runs it)",
 }
 
 
@@ -121,7 +121,8 @@ def recorded(page_text: str) -> dict[str, str]:
 
 def ci_sample(page_text: str) -> list[pathlib.Path]:
     """The examples CI's zoo stage runs again: every third adapted example that the page
-    records as run (the whole zoo takes hours on 2 cores; `python -m tests.zoo` runs all)."""
+    records as run (the whole zoo takes about an hour on 2 cores; `python -m tests.zoo` runs
+    all)."""
     statuses = recorded(page_text)
     ran = [p for p in adapted() if statuses.get(source_of(p), "not run") != "not run"]
     return ran[::3]
