@@ -19,6 +19,7 @@ from tests.keras.helpers import (
     load,
     one_and_two,
     strict,
+    trained_like_keras,
     two_workers_and_one_device,
 )
 from tests.support import cpu_strategy
@@ -26,6 +27,7 @@ from tests.test_training_tasks import replica_copies
 from tf_mgpu import errors, training
 from tf_mgpu.config import Config
 from tf_mgpu.engine.faults import stopping
+from tf_mgpu.engine.step import sparse_gradients
 from tf_mgpu.tasks import adapter
 
 
@@ -234,3 +236,25 @@ def test_a_schedule_trains_and_every_file_written_is_strict_json(tmp_path):
 def test_mixed_float16_killed_mid_epoch_resumes_to_the_same_weights(tmp_path):
     args = [f"--task={FILES / 'mixed16_in_build.py'}", "--num_cpu_devices=2", "--batch_size=16"]
     kill_mid_epoch_then_resume(tmp_path, args, steps_per_epoch=1024 // 32)
+
+
+def test_adam_over_a_position_embedding_trains_on_two_replicas_as_on_one_device(
+    tmp_path, monkeypatch
+):
+    # Keras's Adam squares an embedding's gradient slice by slice: a position embedding gives
+    # one slice per position on one device, but one per position and replica after the
+    # optimizer's all-reduce. tf_mgpu hands the optimizer one device's slices.
+    trained_like_keras("position_embedding", tmp_path)  # == Keras fit on one device, 1e-6
+    # Without that, as Keras's own fit on 2 replicas: Adam's second moments differ.
+    monkeypatch.setattr(sparse_gradients, "as_one_device", lambda grads: grads)
+    config = dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path / "as_keras"))
+    as_keras = training.run(config, load("position_embedding"), strategy=cpu_strategy(2))
+    fitted = keras_fit_in_tf_mgpus_order(load("position_embedding"), 1, 32)
+    assert largest_difference_to(as_keras, fitted) > 1e-4, "the slices never mattered"
+
+
+def largest_difference_to(run, model: keras.Model) -> float:
+    return max(
+        float(np.max(np.abs(a.numpy() - b.numpy())))
+        for a, b in zip(run.state.model.weights, model.weights, strict=True)
+    )

@@ -24,7 +24,7 @@ from tf_mgpu.engine.state.training_state import (
     evaluates_own_step,
     replica_random_streams,
 )
-from tf_mgpu.engine.step import replica_state
+from tf_mgpu.engine.step import replica_state, sparse_gradients
 
 
 def _examples(x) -> tf.Tensor:
@@ -128,7 +128,9 @@ def replica_train_step(state: TrainState, x, y, w=None, accumulation_steps: int 
     ]
     if _reduces_first(state.optimizer):
         reduced = _global_on_first_replica([g for g, _ in pairs])
-        pairs = list(zip(reduced, [v for _, v in pairs], strict=True))
+    else:  # the optimizer all-reduces: its sparse slices cut as one device cuts them
+        reduced = sparse_gradients.as_one_device([g for g, _ in pairs])
+    pairs = list(zip(reduced, [v for _, v in pairs], strict=True))
     state.optimizer.apply_gradients(pairs)
     replica_state.agree(state.per_replica)
     if state.steps is not None:
