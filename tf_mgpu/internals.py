@@ -55,6 +55,30 @@ def compiled_holders(model: keras.Model) -> list:
     return [h for h in holders if h is not None]
 
 
+def global_seed_generator():
+    """The SeedGenerator keras.random draws from when given no seed (a VAE's sampling layer,
+    as keras.io writes it), or None before its first draw. Keras keeps it in a thread-local
+    global, made on the first draw of each thread: MirroredStrategy runs each replica in a
+    thread of its own, where a draw would make it inside the step, unmirrored ("Unable to
+    lift tensor ... seed_generator_state"; Keras's fit fails there too). tf_mgpu makes one in
+    the scope and hands it to the replicas' threads (`engine/state/unseeded.py`)."""
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+
+    name = _read(seed_generator, "GLOBAL_SEED_GENERATOR", "keras.src.random.seed_generator")
+    return global_state.get_global_attribute(name)
+
+
+def set_global_seed_generator(generator) -> None:
+    """Makes `generator` this thread's unseeded keras.random generator (None: made afresh
+    on the next draw)."""
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+
+    name = _read(seed_generator, "GLOBAL_SEED_GENERATOR", "keras.src.random.seed_generator")
+    global_state.set_global_attribute(name, generator)
+
+
 def compiled_loss_weights(model: keras.Model):
     """compile's `loss_weights` as given (None, a number, a list or a dict). A missing
     name raises: read with a default, a renamed one would drop the weights silently."""

@@ -20,6 +20,7 @@ from tf_mgpu.engine.distribute import agreement, collectives, devices, strategie
 from tf_mgpu.engine.faults import liveness, stopping
 from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.input.data import Data
+from tf_mgpu.engine.model import unseeded
 from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.engine.state.training_state import TrainState, overridden
 from tf_mgpu.engine.step import replica_state, replicas
@@ -90,6 +91,7 @@ def run(
         return _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given)
     finally:
         keras.config.set_floatx(floatx)
+        unseeded.end()  # made under this run's strategy
 
 
 def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):

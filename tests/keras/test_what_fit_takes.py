@@ -2,6 +2,7 @@
 its own loss, a variable no loss reaches; and what no distribution strategy can run (a
 stateful RNN) is refused in one line."""
 
+import dataclasses
 import json
 import re
 
@@ -99,3 +100,24 @@ def test_metrics_a_model_without_call_updates_in_its_train_step_are_built_first(
         last["test_sparse_categorical_accuracy"]
         == one.summary["history"][-1]["test_sparse_categorical_accuracy"]
     )
+
+
+@pytest.mark.parametrize("own_step", [True, False], ids=["own_train_step", "functional"])
+def test_unseeded_keras_random_draws_train_on_two_replicas_and_resume_exactly(tmp_path, own_step):
+    # keras.io's VAE samples with keras.random.normal(shape) and no seed: Keras makes its
+    # generator on each replica's thread inside the step (UnliftableError, exit 1, under
+    # Keras's fit on 2 replicas too). tf_mgpu makes it once in the scope; it is then one of
+    # the run's random states: reproducible from --seed, and in the checkpoint.
+    config = Config(batch_size=16, seed=3, jit_compile=False, epochs=2)
+
+    def run(folder, epochs):
+        task = load("unseeded_sampling", OWN_STEP=own_step)
+        settings = {"model_dir": str(tmp_path / folder), "epochs": epochs}
+        return training.run(dataclasses.replace(config, **settings), task, strategy=cpu_strategy(2))
+
+    whole = run("whole", 2)
+    assert whole.state.unseeded is not None
+    assert whole.state.unseeded.state in whole.state.random_states()
+    run("resumed", 1)
+    resumed = run("resumed", 2)  # from the first epoch's checkpoint
+    assert_same_weights(whole, resumed, atol=0)

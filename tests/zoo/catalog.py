@@ -41,10 +41,11 @@ def counts(outcomes: list[dict]) -> dict[str, int]:
 # What each status means, as the page says it.
 MEANING = {
     "equal": "trained on 2 replicas, its weights equal Keras fit's on one device",
-    "replica": "trained on 2 replicas; its weights differ from Keras fit's on one device but "
-    "equal Keras fit's on the same 2 replicas: the model computes over each replica's share "
-    "(a loss over the whole batch, a train_step that does not divide its loss by the "
-    "replicas)",
+    "replica": "trained on 2 replicas; its weights (or its test figures) differ from Keras "
+    "fit's (evaluate's) on one device but equal Keras fit's (evaluate's) on the same 2 "
+    "replicas: the model computes over each replica's share (a loss over the whole batch, a "
+    "loss averaged over each share's unmasked tokens, a train_step or test_step that reports "
+    "the loss Keras divided by the replicas)",
     "differs": "trained on 2 replicas, its weights differ from Keras fit's on one device and "
     "on 2 replicas",
     "random": "trained; it draws random numbers in training other than dropout, so the "

@@ -1,6 +1,7 @@
 """What `tests.zoo.one` does to an adapted example: load it, turn its dropout off, reload its
 export, and train it with Keras's own `fit` as tf_mgpu trained it."""
 
+import contextlib
 import importlib.util
 import pathlib
 import sys
@@ -90,14 +91,15 @@ def _random_ops(graph, found: set) -> set:
     return found
 
 
-def reloaded_agrees(module, run, model_dir: str) -> str:
-    """Checks that the export, reloaded by Keras, is the trained model: its `evaluate` gives
-    the run's test figures, or (a model Keras cannot evaluate) it holds the trained weights.
-    Returns what was checked; raises AssertionError otherwise."""
+def reloaded_agrees(module, run, model_dir: str, strategy=None) -> str:
+    """Checks that the export, reloaded by Keras (under `strategy`, if given), is the trained
+    model: its `evaluate` gives the run's test figures, or (a model Keras cannot evaluate) it
+    holds the trained weights. Returns what was checked; raises AssertionError otherwise."""
     summary = run.summary
-    reloaded = keras.saving.load_model(
-        pathlib.Path(model_dir) / "model.keras", custom_objects=own_objects(module)
-    )
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        reloaded = keras.saving.load_model(
+            pathlib.Path(model_dir) / "model.keras", custom_objects=own_objects(module)
+        )
     test = module.load_data()[-1]
     figures = {k[len("test_") :]: v for k, v in summary.items() if k.startswith("test_")}
     if "loss" in figures:

@@ -71,13 +71,16 @@ def save(model: keras.Model, model_dir: str, say=print) -> list[str]:
     try:
         write_dir(saved_model, lambda folder: write_saved_model(exported, folder))
     except ValueError as e:
-        if "non-Tensor value None" not in str(e):
+        if "non-Tensor value None" in str(e):
+            # keras.io's miniature GPT returns [logits, None]: a SavedModel serves tensors only.
+            why = "call() returns None for an output, which a SavedModel cannot serve"
+        elif "has never called" in str(e):
+            # keras.io's VAE sets `self.built = True` itself: Keras recorded no input shapes.
+            why = "input shapes are unknown to Keras (it was built without build())"
+        else:
             raise
-        # keras.io's miniature GPT returns [logits, None]: a SavedModel serves tensors only.
-        say(
-            f"tf_mgpu export: {type(model).__name__}'s call() returns None for an output, "
-            f"which a SavedModel cannot serve, so no {SAVED_MODEL}/; {KERAS} holds it"
-        )
+        name = type(model).__name__
+        say(f"tf_mgpu export: {name}'s {why}, so no {SAVED_MODEL}/; {KERAS} holds it")
         return [os.path.join(model_dir, KERAS)]
     return [os.path.join(model_dir, KERAS), saved_model]
 

@@ -14,6 +14,8 @@ dtypes are known before the loop is built by tracing the step once, not run (`tr
 
 import tensorflow as tf
 
+from tf_mgpu.engine.model import unseeded
+
 
 class StepLogs:
     """The numbers a step returns (a dict of scalars), the last step's, per replica."""
@@ -38,7 +40,7 @@ class StepLogs:
 
         @tf.function(autograph=False)
         def probe():
-            return strategy.run(step)
+            return strategy.run(unseeded.carried(step))
 
         returned = probe.get_concrete_function().structured_outputs
         return cls(_scalar_names(returned))

@@ -1,7 +1,8 @@
 """What a model's own train_step builds on its first call, built first in the strategy's
-scope: the optimizers it was given (a GAN's d_optimizer and g_optimizer), and compile's loss
+scope: the optimizers it was given (a GAN's d_optimizer and g_optimizer), compile's loss
 and metrics where the model has no call() of its own (Keras builds them from a forward pass
-before the first step; such a model has none). And the logs its steps return.
+before the first step; such a model has none), and keras.random's unseeded generator where
+its train_step draws from it (`unseeded`). And the logs its steps return.
 
 Built inside the compiled step on each replica, their variables could not be made mirrored
 (TensorFlow cannot lift them out of the replica's graph: "UnliftableError"; Keras's fit on
@@ -14,6 +15,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu import internals
+from tf_mgpu.engine.model import unseeded
 from tf_mgpu.engine.model.compiled import has_call
 from tf_mgpu.engine.model.step_logs import StepLogs
 
@@ -40,6 +42,15 @@ def _lazy(net: keras.Model) -> list:
     return [o for o in lazy if not o.built]
 
 
+class _Unseeded:
+    """keras.random's unseeded generator during a probe: a draw stops the trace."""
+
+    built = False
+
+    def next(self, ordered=True):
+        raise _Builds(self, ())
+
+
 def _eager(value):
     """A traced tensor's stand-in for building: zeros of its shape (a batch of one)."""
     if not isinstance(value, tf.Tensor):
@@ -49,7 +60,9 @@ def _eager(value):
 
 def _build_found(found: _Builds) -> None:
     owner = found.owner
-    if isinstance(owner, keras.optimizers.Optimizer):
+    if isinstance(owner, _Unseeded):
+        internals.set_global_seed_generator(keras.random.SeedGenerator())
+    elif isinstance(owner, keras.optimizers.Optimizer):
         type(owner).build(owner, list(found.args[0]))
     else:
         type(owner).build(owner, *tf.nest.map_structure(_eager, found.args))
@@ -59,9 +72,17 @@ def build(strategy: tf.distribute.Strategy, net: keras.Model, x, y, w) -> None:
     """Builds, in the strategy's scope, what the model's own train_step would build on its
     first call (see the module's docstring)."""
     lazy = _lazy(net)
-    if not lazy:
-        return
-    data = _batch(x, y, w)
+    if unseeded.made() is None:  # does its train_step draw without a seed?
+        lazy.append(_Unseeded())
+        internals.set_global_seed_generator(lazy[-1])
+    try:
+        _probe(strategy, net, lazy, _batch(x, y, w))
+    finally:  # no draw: Keras makes a generator of its own if the step ever draws
+        if isinstance(internals.global_seed_generator(), _Unseeded):
+            internals.set_global_seed_generator(None)
+
+
+def _probe(strategy: tf.distribute.Strategy, net: keras.Model, lazy: list, data) -> None:
     for _ in range(len(lazy)):
         for owner in lazy:
             if not owner.built:
@@ -71,7 +92,8 @@ def build(strategy: tf.distribute.Strategy, net: keras.Model, x, y, w) -> None:
 
                 owner.__dict__["build"] = stop  # on these objects, for this trace only
         try:
-            probe = tf.function(lambda: strategy.run(net.train_step, args=(data,)), autograph=False)
+            step = unseeded.carried(net.train_step)
+            probe = tf.function(lambda s=step: strategy.run(s, args=(data,)), autograph=False)
             probe.get_concrete_function()
             return
         except _Builds as found:

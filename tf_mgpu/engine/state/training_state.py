@@ -11,7 +11,7 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine.input import data
 from tf_mgpu.engine.input.checks import check_inputs
-from tf_mgpu.engine.model import layers, metrics
+from tf_mgpu.engine.model import layers, metrics, unseeded
 from tf_mgpu.engine.model.compiled import (
     Compiled,
     build_compiled,
@@ -47,6 +47,8 @@ class TrainState:
     # The model's variables its step updates on each replica, which every step then makes
     # the same everywhere (`tf_mgpu.engine.step.replica_state`); found by the Trainer.
     per_replica: list = dataclasses.field(default_factory=list)
+    # keras.random's generator for draws without a seed, where the model draws from it.
+    unseeded: keras.random.SeedGenerator | None = None
 
     @property
     def own_step(self) -> bool:
@@ -68,7 +70,8 @@ class TrainState:
         """The model's random-number states, which are not weights: one per Keras
         SeedGenerator (a Dropout layer's, say). See `replica_random_streams`."""
         weights = {id(w) for w in self.model.weights}
-        return [v for v in self.model.variables if id(v) not in weights]
+        own = [v for v in self.model.variables if id(v) not in weights]
+        return own if self.unseeded is None else [*own, self.unseeded.state]
 
     def variables(self) -> list:
         """Every variable that must agree across replicas."""
@@ -124,6 +127,7 @@ def _create_state(
 ) -> TrainState:
     with strategy.scope():
         net = task.build_model()
+        unseeded.begin()  # made by the first forward pass in this scope, if it draws
         if not isinstance(net, keras.Model):
             raise UserError(
                 f"{task.where}: build_model() returned {type(net).__name__}, not a Keras model"
@@ -167,6 +171,7 @@ def _create_state(
             test_sums=test_sums,
             steps=_step_counter() if counts else None,
             optimizer_accumulation=accumulation,
+            unseeded=unseeded.made(),
         )
 
 

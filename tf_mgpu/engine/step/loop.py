@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from tf_mgpu.engine.distribute import strategies
 from tf_mgpu.engine.input import data, share
+from tf_mgpu.engine.model import unseeded
 
 
 def jit_scope(strategy: tf.distribute.Strategy, jit_compile: bool, input_kind: str) -> str:
@@ -88,6 +89,7 @@ def repeat_steps(count: tf.Tensor, body, initial: tf.Tensor) -> tf.Tensor:
 
 
 def compiled(replica_fn, scope: str):
+    replica_fn = unseeded.carried(replica_fn)
     return tf.function(replica_fn, jit_compile=True) if scope == "replica" else replica_fn
 
 

@@ -18,6 +18,7 @@ says so before training (`describe`).
 import keras
 import tensorflow as tf
 
+from tf_mgpu.engine.model import unseeded
 from tf_mgpu.engine.model.layers import every_layer
 
 _WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
@@ -41,7 +42,7 @@ def written_per_replica(
 
     @tf.function(autograph=False)
     def probe():
-        return strategy.run(step, args=batch)
+        return strategy.run(unseeded.carried(step), args=batch)
 
     found = _written(probe.get_concrete_function().graph, handles, {})
     return [variable for variable in candidates if id(variable) in found]

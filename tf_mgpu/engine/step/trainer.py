@@ -334,7 +334,20 @@ class Trainer:
         With `after_call`, each split runs in calls sized by time (`eval_pace`), with
         `before_call(steps)` before each and `after_call()` after (which may stop: raise);
         without, in one call each.
+
+        The model's random states end as they began: a layer that draws in inference too
+        (a VAE's sampling) leaves training's streams as they would be without an
+        evaluation, so a run resumed from a checkpoint draws what it would have drawn.
         """
+        streams = self.state.random_states()
+        kept = [tf.identity(tf.convert_to_tensor(v)) for v in streams]
+        try:
+            return self._evaluate(before_call, after_call)
+        finally:
+            for variable, value in zip(streams, kept, strict=True):
+                variable.assign(value)
+
+    def _evaluate(self, before_call, after_call) -> dict:
         if self._evals is None:
             self._build_loops()
         if self.eval_pace is None:  # an evaluation step costs less than a training one
