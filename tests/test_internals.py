@@ -53,6 +53,14 @@ def test_keras_names():
     wrapper = keras.metrics.MeanMetricWrapper(first_error)
     assert internals.wrapped_function(wrapper) is first_error
 
+    internals.set_global_seed_generator(None)
+    keras.random.normal((2,))  # unseeded: Keras makes its generator on this first draw
+    made = internals.global_seed_generator()
+    assert isinstance(made, keras.random.SeedGenerator)
+    keras.random.normal((2,))
+    assert internals.global_seed_generator() is made
+    internals.set_global_seed_generator(None)
+
 
 def test_tf_data_names():
     examples = tf.data.Dataset.from_tensor_slices(np.arange(10))

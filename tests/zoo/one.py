@@ -94,7 +94,7 @@ def compare(path: pathlib.Path) -> dict:
                 says = feeding.reloaded_agrees(module, run, f"{folder}/{dtype}", strategy)
                 found["export"] = f"{says} on 2 replicas, not on one device"
                 exported = "replica"
-            except AssertionError:
+            except Exception:  # not Keras evaluate's figures on 2 replicas either
                 pass
         except Exception:
             return {**found, "status": "failed", "detail": "reload: " + _last_line()}

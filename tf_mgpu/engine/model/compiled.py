@@ -109,7 +109,6 @@ def check_compiled(model: keras.Model, y, y_pred, where: str) -> Compiled:
     shape = tuple(y_pred.shape[1:]) if isinstance(y_pred, tf.Tensor) else None
     sparse = is_sparse_categorical(model.loss) and shape
     _check_reduction([model.loss], where)
-    _check_per_example(model.loss, y, y_pred, where)
     return Compiled(sparse_classes=shape[-1] if sparse else None)
 
 
@@ -163,17 +162,30 @@ def _loss_values(given, y, y_pred) -> tf.Tensor:
     fn = loss.call if isinstance(loss, keras.losses.Loss) else loss  # a function (y, y_pred)
     y_pred = tf.convert_to_tensor(y_pred)
     dtype = y_pred.dtype if y_pred.dtype.is_floating else tf.float32
-    y, y_pred = tf.zeros(np.shape(y), dtype), tf.cast(y_pred, dtype)
+    y, y_pred = tf.zeros_like(tf.cast(y, dtype)), tf.cast(y_pred, dtype)
     # Labels (N,) against outputs (N, 1) made the same rank, as Keras's wrapper does.
     if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
         y = tf.expand_dims(y, -1)
     return fn(y, y_pred)
 
 
+def returns_one_value(model: keras.Model, y, y_pred) -> bool:
+    """Whether the model's one compiled loss returns one value for the batch it is handed (a
+    mean taken in the function, as keras.io's contrastive and Charbonnier losses take it),
+    which Keras adds as it is on each replica, not divided among them as the mean it makes
+    of a loss's values (see `replica_steps.compute_loss`). Decided while tracing."""
+    if model.loss is None or isinstance(model.loss, (list, tuple, dict)) or y is None:
+        return False
+    if not isinstance(y_pred, tf.Tensor) or overrides(model, "compute_loss"):
+        return False
+    return _loss_values(model.loss, y, y_pred).shape.rank == 0
+
+
 def _check_per_example(given, y, y_pred, where: str) -> None:
-    """A loss must give one value per example. Keras divides a mean over the replica's
-    share by the replicas, but a loss that already returns one value per batch (a mean
-    taken in the function) is used as it is, so N replicas would step N times as far."""
+    """A loss of one of several outputs must give one value per example. Keras divides a
+    mean over the replica's share by the replicas, but a loss that already returns one
+    value per batch (a mean taken in the function) is used as it is, so N replicas would
+    step N times as far (a model's one loss is divided here: `returns_one_value`)."""
     if _loss_values(given, y, y_pred).shape.rank == 0:
         raise UserError(
             f"{where}: the compiled loss returns one value per batch, not one per "

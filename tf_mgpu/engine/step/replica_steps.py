@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data
-from tf_mgpu.engine.model import metrics
+from tf_mgpu.engine.model import compiled, metrics
 from tf_mgpu.engine.state.training_state import (
     TrainState,
     evaluates_own_step,
@@ -47,8 +47,19 @@ def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tens
     Under a strategy it is already divided by the number of replicas."""
     y = keras_labels(y)
     if "training" in inspect.signature(model.compute_loss).parameters:
-        return model.compute_loss(x, y, y_pred, w, training=training)
-    return model.compute_loss(x, y, y_pred, w)
+        loss = model.compute_loss(x, y, y_pred, w, training=training)
+    else:
+        loss = model.compute_loss(x, y, y_pred, w)
+    context = tf.distribute.get_replica_context()
+    replicas = 1 if context is None else context.num_replicas_in_sync
+    if replicas == 1 or not compiled.returns_one_value(model, y, y_pred):
+        return loss
+    # Keras divides the added losses among the replicas, but adds a compiled loss of one
+    # value per batch as it is: N replicas would step N times as far (Keras's fit does).
+    # That part is divided here too, so a mean over each share is one device's mean.
+    added = [keras.ops.sum(tf.cast(a, loss.dtype)) for a in model.losses]
+    added = tf.add_n(added) / replicas if added else tf.zeros((), loss.dtype)
+    return (loss - added) / replicas + added
 
 
 def reported(loss: tf.Tensor) -> tf.Tensor:
