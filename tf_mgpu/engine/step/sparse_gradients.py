@@ -10,12 +10,13 @@ gives one slice per position, summed over the whole batch; the optimizer's all-r
 concatenates every replica's slices, N per position. (A lookup of the batch's own tokens
 gives one slice per token on both: concatenated in replica order, they are one device's.)
 
-So before the optimizer's all-reduce, where every replica looked up the same rows, the
-replicas' slices are summed onto replica 0 and the others hand zeros for the same rows:
+So before the optimizer's all-reduce, where every replica looked up the same rows, each
+once, the replicas' slices are summed onto replica 0 and the others hand zeros for the same rows:
 concatenated, they apply as one device's one slice per row (`s**2 + 0**2`). Keras's fit
 on N replicas does not: its Adam trains such models otherwise on N replicas than on one.
-Two shares holding the very same rows of tokens would be taken for such a lookup; no other
-case changes what the optimizer sees.
+(A lookup of the batch's own ids gives a row once per token: a segment id 0 for every token
+is such a lookup, left as it is.) Two shares of the very same distinct tokens would be taken
+for a position lookup; no other case changes what the optimizer sees.
 """
 
 import tensorflow as tf
@@ -38,11 +39,12 @@ def as_one_device(grads: list) -> list:
     firsts = context.all_reduce(
         tf.distribute.ReduceOp.SUM, [r * tf.cast(first, tf.float64) for r in rows]
     )
-    # How many replicas hold other rows than replica 0, per gradient.
+    # How many replicas hold other rows than replica 0, or a row twice (one slice per
+    # token of the share, which concatenated are one device's), per gradient.
     flags = context.all_reduce(
         tf.distribute.ReduceOp.SUM,
         [
-            tf.cast(tf.reduce_any(tf.not_equal(r, f)), tf.float64)
+            tf.cast(tf.reduce_any(tf.not_equal(r, f)) | _repeats(r), tf.float64)
             for r, f in zip(rows, firsts, strict=True)
         ],
     )
@@ -54,3 +56,9 @@ def as_one_device(grads: list) -> list:
         values = tf.where(tf.equal(flag, 0.0), mine, g.values)
         out[i] = tf.IndexedSlices(values, g.indices, g.dense_shape)
     return out
+
+
+def _repeats(rows: tf.Tensor) -> tf.Tensor:
+    """Whether a row appears twice: a lookup of the batch's own ids (a segment id 0 for
+    every token), not of the same rows for every example."""
+    return tf.size(tf.unique(rows).y) < tf.size(rows)
