@@ -162,7 +162,7 @@ def _loss_values(given, y, y_pred) -> tf.Tensor:
     fn = loss.call if isinstance(loss, keras.losses.Loss) else loss  # a function (y, y_pred)
     y_pred = tf.convert_to_tensor(y_pred)
     dtype = y_pred.dtype if y_pred.dtype.is_floating else tf.float32
-    y, y_pred = tf.zeros_like(tf.cast(y, dtype)), tf.cast(y_pred, dtype)
+    y, y_pred = tf.zeros(tf.shape(y), dtype), tf.cast(y_pred, dtype)  # any label dtype
     # Labels (N,) against outputs (N, 1) made the same rank, as Keras's wrapper does.
     if y.shape.rank == y_pred.shape.rank - 1 and y_pred.shape[-1] == 1:
         y = tf.expand_dims(y, -1)
