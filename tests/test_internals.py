@@ -61,6 +61,10 @@ def test_keras_names():
     assert internals.global_seed_generator() is made
     internals.set_global_seed_generator(None)
 
+    padded = keras.layers.Embedding(5, 2, mask_zero=True)(np.array([[3, 0]]))
+    np.testing.assert_array_equal(internals.keras_mask(padded), [[True, False]])
+    assert internals.keras_mask(keras.layers.Dense(1)(np.ones((1, 2)))) is None
+
 
 def test_tf_data_names():
     examples = tf.data.Dataset.from_tensor_slices(np.arange(10))

@@ -79,6 +79,13 @@ def set_global_seed_generator(generator) -> None:
     global_state.set_global_attribute(name, generator)
 
 
+def keras_mask(output):
+    """The mask Keras attached to a model's output (`Embedding(mask_zero=True)` and the layers
+    that carry it on), or None. A loss reads it to leave the padded positions out and
+    average over the unmasked ones; Keras's public API only sets it (`compute_mask`)."""
+    return getattr(output, "_keras_mask", None)
+
+
 def compiled_loss_weights(model: keras.Model):
     """compile's `loss_weights` as given (None, a number, a list or a dict). A missing
     name raises: read with a default, a renamed one would drop the weights silently."""

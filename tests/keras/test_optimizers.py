@@ -27,7 +27,7 @@ from tests.test_training_tasks import replica_copies
 from tf_mgpu import errors, training
 from tf_mgpu.config import Config
 from tf_mgpu.engine.faults import stopping
-from tf_mgpu.engine.step import sparse_gradients
+from tf_mgpu.engine.step import masked_losses, sparse_gradients
 from tf_mgpu.tasks import adapter
 
 
@@ -258,3 +258,15 @@ def largest_difference_to(run, model: keras.Model) -> float:
         float(np.max(np.abs(a.numpy() - b.numpy())))
         for a, b in zip(run.state.model.weights, model.weights, strict=True)
     )
+
+
+def test_a_masked_per_token_loss_trains_on_two_replicas_as_on_one_device(tmp_path, monkeypatch):
+    # Keras averages a masked output's loss over the real tokens of the share it is handed;
+    # tf_mgpu weighs each share so the replicas' parts make the global batch's mean.
+    trained_like_keras("masked_tokens", tmp_path)  # weights == fit's; test figures == evaluate's
+    # Without that, as Keras's own fit on 2 replicas: a mean of two shares' means.
+    monkeypatch.setattr(masked_losses, "_mask", lambda model, y_pred: None)
+    config = dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path / "as_keras"))
+    as_keras = training.run(config, load("masked_tokens"), strategy=cpu_strategy(2))
+    fitted = keras_fit_in_tf_mgpus_order(load("masked_tokens"), 1, 32)
+    assert largest_difference_to(as_keras, fitted) > 1e-4, "the shares' token counts never mattered"

@@ -265,7 +265,10 @@ class Outputs:
             return
         # Keras insists that a weights file's name ends in .weights.h5.
         partial_weights = self._path("partial." + WEIGHTS)
-        model.save_weights(partial_weights)
+        # Every weight of the model, as Keras's own save_weights writes them (the pair of
+        # model.keras), not a class's override of it (keras.io's zero_dce saves a part, with
+        # Keras 2's arguments, which Keras 3 refuses).
+        keras.Model.save_weights(model, partial_weights)
         os.replace(partial_weights, self._path(WEIGHTS))
 
     def summary(self, summary: dict) -> None:

@@ -133,7 +133,7 @@ def _several(model: keras.Model, found: tuple, y, y_pred, user: tuple, where: st
     return Compiled(sparse_classes=sparse or None)
 
 
-def _reduction(given) -> str:
+def loss_reduction(given) -> str:
     """A compiled loss's reduction: a Loss object's own, else Keras's default."""
     loss = keras.losses.get(given) if isinstance(given, dict) else given
     if isinstance(loss, keras.losses.Loss):
@@ -146,7 +146,7 @@ def _check_reduction(losses: list, where: str) -> None:
     the replicas, a sum is not), but for a mean over each share's own sample weights,
     which no scaling makes the global batch's: one line, on several replicas."""
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    found = {_reduction(loss) for loss in losses if loss is not None}
+    found = {loss_reduction(loss) for loss in losses if loss is not None}
     if "mean_with_sample_weight" in found and replicas > 1:
         raise UserError(
             f"{where}: the loss's reduction 'mean_with_sample_weight' divides each "

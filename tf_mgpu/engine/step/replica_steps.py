@@ -24,7 +24,7 @@ from tf_mgpu.engine.state.training_state import (
     evaluates_own_step,
     replica_random_streams,
 )
-from tf_mgpu.engine.step import replica_state, sparse_gradients
+from tf_mgpu.engine.step import masked_losses, replica_state, sparse_gradients
 
 
 def _examples(x) -> tf.Tensor:
@@ -46,13 +46,16 @@ def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tens
     takes it (a compute_loss written before Keras 3.3 does not), as `fit` calls it.
     Under a strategy it is already divided by the number of replicas."""
     y = keras_labels(y)
+    one_value = compiled.returns_one_value(model, y, y_pred)
+    if not one_value:  # a mean over the global batch's unmasked positions, if masked
+        w = masked_losses.global_weights(model, y_pred, w, _examples(x))
     if "training" in inspect.signature(model.compute_loss).parameters:
         loss = model.compute_loss(x, y, y_pred, w, training=training)
     else:
         loss = model.compute_loss(x, y, y_pred, w)
     context = tf.distribute.get_replica_context()
     replicas = 1 if context is None else context.num_replicas_in_sync
-    if replicas == 1 or not compiled.returns_one_value(model, y, y_pred):
+    if replicas == 1 or not one_value:
         return loss
     # Keras divides the added losses among the replicas, but adds a compiled loss of one
     # value per batch as it is: N replicas would step N times as far (Keras's fit does).
@@ -230,6 +233,7 @@ def replica_eval_step(
     if sums.gathered:
         sums.measure(x, keras_labels(y), y_pred, w, real=None if whole else weights > 0)
     if real == 0:
+        masked_losses.join_empty(model, x)
         return
     if not whole:
         x, y, w = _first_rows(real, x, y, w)
