@@ -5,9 +5,10 @@
 
 Builds the task's model, trains `--steps` steps on one device and on
 `--replicas` replicas (GPUs, or logical CPU devices) at the same global
-batch, from the same initial weights, with the model's dropout off and
-without XLA on either side, in float64 by default so that rounding cannot
-pass for a difference. Prints a short table: whether the weights agree,
+batch, from the same initial weights, with the model's dropout and
+augmentation layers off (`tools/equivalence/randomness.py`) and without
+XLA on either side, in float64 by default so that rounding cannot pass
+for a difference. Prints a short table: whether the weights agree,
 and if not, per layer, the first layer whose forward pass differs and the
 likely cause; also the step time, parameter count, memory per replica
 and the XLA choice `--jit_compile` would make. Exit 0 when equivalent,

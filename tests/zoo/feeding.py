@@ -15,6 +15,7 @@ from tests.keras.helpers import keras_evaluate, keras_input, own_objects
 from tf_mgpu.engine.input import data, stream, stream_batched, stream_shard
 from tf_mgpu.engine.model import compiled
 from tf_mgpu.engine.model.layers import every_layer
+from tf_mgpu.tools.equivalence import randomness
 
 # What a task file may define that tf_mgpu reads (tf_mgpu.tasks's contract).
 _CONTRACT = ("load_data", "preprocess", "REFERENCE_BATCH", "export", "callbacks", "CLASS_WEIGHT")
@@ -32,20 +33,15 @@ def import_file(path: pathlib.Path) -> types.ModuleType:
 
 
 def without_randomness(module) -> tuple[types.SimpleNamespace, list[str]]:
-    """The task with its dropout-like layers off (rate or stddev 0), as `check` runs it, and
-    what was turned off."""
+    """The task with its training-only randomness off (dropout, augmentation layers), as
+    `check` runs it (`randomness.turn_off`), and what was turned off."""
     turned_off: list[str] = []
 
     def build_model():
         model = module.build_model()
-        for layer in every_layer(model):
-            for attribute in ("rate", "stddev"):
-                value = getattr(layer, attribute, None)
-                if hasattr(layer, "seed_generator") and isinstance(value, float) and value > 0:
-                    name = f"{type(layer).__name__} {layer.name} ({attribute} {value:g})"
-                    if name not in turned_off:
-                        turned_off.append(name)
-                    setattr(layer, attribute, 0.0)
+        for name in randomness.turn_off(model):
+            if name not in turned_off:
+                turned_off.append(name)
         return model
 
     given = {name: getattr(module, name) for name in _CONTRACT if hasattr(module, name)}
@@ -92,10 +88,13 @@ def _random_ops(graph, found: set) -> set:
     return found
 
 
-def reloaded_agrees(module, run, model_dir: str, strategy=None) -> str:
+def reloaded_agrees(module, run, model_dir: str, strategy=None, divided: int = 1) -> str:
     """Checks that the export, reloaded by Keras (under `strategy`, if given), is the trained
     model: its `evaluate` gives the run's test figures, or (a model Keras cannot evaluate) it
-    holds the trained weights. Returns what was checked; raises AssertionError otherwise."""
+    holds the trained weights. Returns what was checked; raises AssertionError otherwise.
+    With `divided` N, a figure may also be Keras's divided by N: a loss that a test_step of
+    the model's own computes with a Keras Loss, which Keras divides by N replicas (and
+    reports so: its evaluate on N replicas takes the replicas' mean)."""
     summary = run.summary
     with strategy.scope() if strategy else contextlib.nullcontext():
         reloaded = keras.saving.load_model(
@@ -107,7 +106,12 @@ def reloaded_agrees(module, run, model_dir: str, strategy=None) -> str:
         says = keras_evaluate(reloaded, test, summary["global_batch"])
         for key, value in says.items():
             if key in figures:
-                assert np.isclose(figures[key], value, rtol=1e-4, atol=1e-5), (key, figures, says)
+                options = (value, value / divided)
+                assert any(np.isclose(figures[key], v, rtol=1e-4, atol=1e-5) for v in options), (
+                    key,
+                    figures,
+                    says,
+                )
         return "evaluate: " + ", ".join(f"{k} {v:.5g}" for k, v in sorted(says.items()))
     for a, b in zip(run.state.model.weights, reloaded.weights, strict=True):
         trained, loaded = np.asarray(a.numpy(), np.float64), np.asarray(b.numpy(), np.float64)

@@ -18,10 +18,10 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine.distribute import devices
 from tf_mgpu.engine.input import data
-from tf_mgpu.engine.model.layers import every_layer
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
+from tf_mgpu.tools.equivalence import randomness
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,22 +38,18 @@ class Side:
 
 
 def without_randomness(task: Task) -> tuple[Task, list[str]]:
-    """`task` whose models have their dropout-like layers turned off, and what was
-    (recorded once, though the model is built for each side)."""
+    """`task` whose models have their training-only randomness turned off
+    (`randomness.turn_off`), and what was (recorded once, though the model is built for each
+    side)."""
     turned_off: list[str] = []
     builds = []
 
     def build_model():
         model = task.build_model()
         builds.append(model.name)
-        for layer in every_layer(model):
-            for attribute in ("rate", "stddev"):
-                value = getattr(layer, attribute, None)
-                if hasattr(layer, "seed_generator") and isinstance(value, float) and value > 0:
-                    if len(builds) == 1:
-                        kind = type(layer).__name__
-                        turned_off.append(f"{kind} {layer.name} ({attribute} {value:g})")
-                    setattr(layer, attribute, 0.0)
+        found = randomness.turn_off(model)
+        if len(builds) == 1:
+            turned_off.extend(found)
         return model
 
     return dataclasses.replace(task, build_model=build_model), turned_off
