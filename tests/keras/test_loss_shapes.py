@@ -4,9 +4,21 @@ its padding mask to `compute_loss` as a sample weight of shape (batch,), which K
 with the loss's last axis: a 28-pixel axis failed to compile, a 32-pixel one at 32 per replica
 weighted image columns and reported a wrong test loss."""
 
+import dataclasses
+
 import pytest
 
-from tests.keras.helpers import ONE_DEVICE, trained_like_keras
+from tests.keras.helpers import (
+    FLOAT64,
+    ONE_DEVICE,
+    keras_fit_in_tf_mgpus_order,
+    load,
+    trained_like_keras,
+)
+from tests.keras.test_optimizers import largest_difference_to
+from tests.support import cpu_strategy
+from tf_mgpu import training
+from tf_mgpu.engine.model import added_losses
 
 
 @pytest.mark.parametrize(
@@ -29,3 +41,19 @@ def test_an_output_compiled_with_loss_none_takes_no_labels(tmp_path):
 def test_a_vector_add_loss_is_summed_as_keras_sums_it(tmp_path):
     # Keras fit in float64 sums the added losses into a float32 total: one device instead.
     trained_like_keras("vector_add_loss", tmp_path, ONE_DEVICE)
+
+
+def test_an_added_loss_of_one_value_per_example_trains_as_keras_on_one_device(
+    tmp_path, monkeypatch
+):
+    # Keras sums an added loss of one value per example (keras.io's CTC layers) and divides
+    # the sum among the replicas as a regularizer's: half the gradient on 2 replicas.
+    trained_like_keras("per_example_add_loss", tmp_path)  # weights, test figures == Keras's
+    monkeypatch.setattr(added_losses, "per_example", lambda model: [])
+    as_keras = training.run(
+        dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path / "as_keras")),
+        load("per_example_add_loss"),
+        strategy=cpu_strategy(2),
+    )
+    fitted = keras_fit_in_tf_mgpus_order(load("per_example_add_loss"), 1, 32)
+    assert largest_difference_to(as_keras, fitted) > 1e-4, "the division never mattered"

@@ -11,7 +11,7 @@ import tensorflow as tf
 from tf_mgpu.config import Config
 from tf_mgpu.engine.input import data
 from tf_mgpu.engine.input.checks import check_inputs
-from tf_mgpu.engine.model import layers, metrics, unseeded
+from tf_mgpu.engine.model import added_losses, layers, metrics, unseeded
 from tf_mgpu.engine.model.compiled import (
     Compiled,
     build_compiled,
@@ -137,7 +137,11 @@ def _create_state(
         # Also builds a subclassed model's variables, which exist after a first call. A
         # model with no call() of its own (a GAN whose train_step calls its parts) has no
         # forward pass: Keras's fit never calls it either.
-        y_pred = net(task.preprocess(sample.x), training=False) if has_call(net) else None
+        y_pred = None
+        if has_call(net):
+            inputs = task.preprocess(sample.x)
+            y_pred = net(inputs, training=False)
+            added_losses.find(net, inputs)
         found = check_compiled(net, sample.y, y_pred, task.where)
         check_sample_weights(net, sample.y, y_pred, sample.w, task.where)
         # Labels of zeros, valid for any loss: what the labels hold is checked later, over

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data
-from tf_mgpu.engine.model import compiled, metrics
+from tf_mgpu.engine.model import added_losses, compiled, metrics
 from tf_mgpu.engine.state.training_state import (
     TrainState,
     evaluates_own_step,
@@ -55,14 +55,21 @@ def compute_loss(model: keras.Model, x, y, y_pred, w, training: bool) -> tf.Tens
         loss = model.compute_loss(x, y, y_pred, w)
     context = tf.distribute.get_replica_context()
     replicas = 1 if context is None else context.num_replicas_in_sync
-    if replicas == 1 or not one_value:
+    if replicas == 1:
         return loss
-    # Keras divides the added losses among the replicas, but adds a compiled loss of one
-    # value per batch as it is: N replicas would step N times as far (Keras's fit does).
-    # That part is divided here too, so a mean over each share is one device's mean.
-    added = [keras.ops.sum(tf.cast(a, loss.dtype)) for a in model.losses]
-    added = tf.add_n(added) / replicas if added else tf.zeros((), loss.dtype)
-    return (loss - added) / replicas + added
+    if one_value:
+        # Keras divides the added losses among the replicas, but adds a compiled loss of one
+        # value per batch as it is: N replicas would step N times as far (Keras's fit does).
+        # That part is divided here too, so a mean over each share is one device's mean.
+        added = [keras.ops.sum(tf.cast(a, loss.dtype)) for a in model.losses]
+        added = tf.add_n(added) / replicas if added else tf.zeros((), loss.dtype)
+        loss = (loss - added) / replicas + added
+    # An added loss of one value per example, which Keras sums, is a sum over the batch: one
+    # device's is the replicas' sums, not divided among them as a regularizer (`added_losses`).
+    per_example = [keras.ops.sum(tf.cast(a, loss.dtype)) for a in added_losses.per_example(model)]
+    if per_example:
+        loss += tf.add_n(per_example) * ((replicas - 1) / replicas)
+    return loss
 
 
 def reported(loss: tf.Tensor) -> tf.Tensor:
