@@ -20,6 +20,7 @@ from tests.keras.helpers import (
     serve,
     strict,
     trained_and_exported,
+    trained_like_keras,
 )
 from tests.support import cpu_strategy
 from tests.test_training_tasks import weights
@@ -189,3 +190,9 @@ def test_a_module_level_name_fit_would_read_is_refused_not_silently_ignored(name
     refused = "as list; define a function callbacks()" if name == "callbacks" else "would ignore"
     with pytest.raises(UserError, match=f"defines '{name}'.*{refused}"):
         adapter.load(module)
+
+
+def test_a_model_given_its_layers_in_init_is_exported_as_keras_saves_it(tmp_path):
+    # get_config returns layers: Keras serializes them before from_config reads them.
+    trained_like_keras("layers_in_init", tmp_path)
+    assert (tmp_path / "model.keras").exists()

@@ -12,15 +12,18 @@ import pytest
 
 from tests.keras.helpers import (
     FIT,
+    FLOAT64,
     ONE_DEVICE,
     assert_same_weights,
     built_as_tf_mgpu_builds,
+    keras_fit_in_tf_mgpus_order,
     load,
     one_and_two,
     own_objects,
     path_of,
     trained_like_keras,
 )
+from tests.keras.test_optimizers import largest_difference_to
 from tests.support import cpu_strategy
 from tf_mgpu import training
 from tf_mgpu.config import Config
@@ -121,3 +124,28 @@ def test_unseeded_keras_random_draws_train_on_two_replicas_and_resume_exactly(tm
     run("resumed", 1)
     resumed = run("resumed", 2)  # from the first epoch's checkpoint
     assert_same_weights(whole, resumed, atol=0)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # keras.io's focal modulation network: fit never hands its layers training=True.
+        "call_without_training",
+        # keras.io's supervised contrastive loss: a Loss that computes in __call__.
+        "loss_in_dunder_call",
+        # keras.io's TransUNet: a metric of the user's own with an integer state (MeanIoU's).
+        "integer_metric_state",
+    ],
+)
+def test_what_keras_fit_runs_on_one_device_trains_on_two_replicas_as_it(tmp_path, name):
+    trained_like_keras(name, tmp_path)  # weights == Keras fit's; test figures == evaluate's
+
+
+def test_a_train_step_feeding_the_compiled_loss_one_of_two_outputs_trains_as_fit(tmp_path):
+    # keras.io's patch_convnet: call() returns logits and attention maps, its steps hand the
+    # compiled loss the logits (its test_step reports the loss Keras divided by the replicas,
+    # as Keras's evaluate on 2 replicas does: weights compared).
+    config = dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path))
+    run = training.run(config, load("step_feeds_one_output"), strategy=cpu_strategy(2))
+    fitted = keras_fit_in_tf_mgpus_order(load("step_feeds_one_output"), 1, 32)
+    assert largest_difference_to(run, fitted) < 1e-6

@@ -85,6 +85,12 @@ BAD_TASKS = {
         "the test split's examples are shaped {'x': (3,), 'y': ()}, the training split's "
         "{'x': (4,), 'y': ()}",
     ),
+    # keras.io's vivit names its tf.data mapping preprocess(frames, label).
+    "preprocess_not_the_hook": (
+        GOOD_MODEL + GOOD_DATA + "\ndef preprocess(frames, label):\n    return frames, label\n",
+        "preprocess(frames, label) does not take one argument; tf_mgpu calls a task file's "
+        "preprocess(x) on each batch's inputs",
+    ),
 }
 # The same checks when load_data returns tf.data.Datasets (streamed, never held in memory).
 STREAMED_DATA = GOOD_DATA.replace(
@@ -286,3 +292,22 @@ def test_a_module_and_a_module_attribute_name_tasks(tmp_path, monkeypatch):
         adapter.load("my_tasks.holder:NOPE")
     with pytest.raises(UserError, match=r"no module named 'my_tasks\.nope'"):
         adapter.load("my_tasks.nope")
+
+
+def test_a_model_held_to_the_global_batch_size_is_one_line_on_two_replicas(tmp_path):
+    # As keras.io's DDIM or switch transformer write BATCH_SIZE into a shape: Keras's fit on
+    # 2 replicas fails the same, with a shape error deep in its first step.
+    held = GOOD_MODEL.replace(
+        "keras.layers.Dense(3)]",
+        "keras.layers.Dense(3), keras.layers.Lambda(lambda t: keras.ops.reshape(t, (16, 3)))]",
+    )
+    path = write_task(tmp_path, held + GOOD_DATA)
+    config = Config(task=str(path), epochs=1, batch_size=8)
+    with pytest.raises(UserError) as error:
+        training.run(config, strategy=cpu_strategy(2))
+    assert f"{path}: the model runs on a batch of 16 but not on a replica's share of 8" in str(
+        error.value
+    ), error.value
+    assert "keras.ops.shape(x)[0]" in str(error.value)
+    # The same model on one device at the global batch trains.
+    training.run(dataclasses.replace(config, batch_size=16), strategy=cpu_strategy(1))

@@ -120,7 +120,7 @@ def reloaded_agrees(module, run, model_dir: str, strategy=None, divided: int = 1
 
 
 def keras_fit(
-    module, task, dtype: str, global_batch: int, strategy=None
+    module, task, dtype: str, global_batch: int, strategy=None, splits=None
 ) -> tuple[list[np.ndarray], list]:
     """Keras's own fit of the task's model (built from the same seed in `dtype`, randomness
     off) for one epoch at `global_batch`, on tf_mgpu's examples in tf_mgpu's order: on one
@@ -142,7 +142,9 @@ def keras_fit(
             for layer in every_layer(model):
                 if isinstance(layer, keras.layers.BatchNormalization):
                     layer.synchronized = True
-        splits = module.load_data()
+        # The run's own splits where given: a load_data that adapts a layer (not repeatable)
+        # gives other arrays in each import of the file.
+        splits = module.load_data() if splits is None else splits
         given = _ordered(splits[0], global_batch)
         extra = {}
         if len(splits) == 3:  # a validation split, as the example's fit takes one
@@ -157,7 +159,7 @@ def keras_fit(
         weights = [np.asarray(w.numpy()) for w in model.weights]
         if strategy is not None:
             return weights, []
-        return weights, random_ops(model, module.load_data()[0])
+        return weights, random_ops(model, splits[0])
     finally:
         keras.config.set_dtype_policy(policy)
         keras.config.set_floatx(floatx)

@@ -75,6 +75,7 @@ def compare(path: pathlib.Path) -> dict:
             )
             try:
                 run = training.run(config, task, strategy=cpu_strategy(REPLICAS))
+                trained = module  # its load_data's arrays: Keras's fit reads the same
                 break
             except UserError as e:
                 return {**found, "status": "refused", "detail": str(e), "dtype": dtype}
@@ -112,7 +113,9 @@ def compare(path: pathlib.Path) -> dict:
         try:
             module = feeding.import_file(path)
             task, _ = feeding.without_randomness(module)
-            fitted, random = feeding.keras_fit(module, task, dtype, run.summary["global_batch"])
+            fitted, random = feeding.keras_fit(
+                module, task, dtype, run.summary["global_batch"], splits=trained.load_data()
+            )
         except Exception:
             return {**found, "status": "failed", "detail": "Keras fit: " + _last_line()}
     found["difference"] = difference = _largest(run.state.model.weights, fitted)
@@ -130,7 +133,9 @@ def compare(path: pathlib.Path) -> dict:
         strategy = cpu_strategy(REPLICAS)
         module = feeding.import_file(path)
         task, _ = feeding.without_randomness(module)
-        two, _ = feeding.keras_fit(module, task, dtype, run.summary["global_batch"], strategy)
+        two, _ = feeding.keras_fit(
+            module, task, dtype, run.summary["global_batch"], strategy, trained.load_data()
+        )
     except Exception:
         return {**found, "status": "differs", "detail": "Keras fit on 2 replicas: " + _last_line()}
     found["difference_fit_2"] = _largest(run.state.model.weights, two)

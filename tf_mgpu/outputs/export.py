@@ -155,8 +155,10 @@ def _not_loadable(model: keras.Model) -> str | None:
     if _is_graph(model):
         return None
     try:
+        # As Keras's save and load do: the config serialized first (layers given to the
+        # class's __init__, as keras.io's patch_convnet gives them, become configs).
         with keras.saving.custom_object_scope(_own_objects(model)):
-            type(model).from_config(model.get_config())
+            keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
     except (NotImplementedError, TypeError, ValueError) as e:
         said = " ".join(str(e).split()).split(". ")[0]  # Keras's first sentence says why
         return said or type(e).__name__

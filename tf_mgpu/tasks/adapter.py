@@ -104,13 +104,33 @@ def adapt(module, *, name: str, where: str) -> Task:
         where=where,
         build_model=module.build_model,
         load_data=load,
-        preprocess=getattr(module, "preprocess", data.identity),
+        preprocess=_preprocess(module, where),
         reference_batch=getattr(module, "REFERENCE_BATCH", None),
         export=getattr(module, "export", None),
         dtype=keras.config.dtype_policy().name,
         callbacks=getattr(module, "callbacks", None),
         reads_config=takes_config,
     )
+
+
+def _preprocess(module, where: str):
+    """The task file's `preprocess(x)` hook, or the identity; one line where the file's
+    `preprocess` cannot take one batch's inputs (a helper of its own by that name)."""
+    found = getattr(module, "preprocess", None)
+    if found is None:
+        return data.identity
+    try:
+        signature = inspect.signature(found)
+        signature.bind(None)
+    except ValueError:  # no signature to read (a builtin): called as it is
+        return found
+    except TypeError:
+        raise UserError(
+            f"{where}: preprocess{signature} does not take one argument; tf_mgpu calls a task "
+            f"file's preprocess(x) on each batch's inputs: rename your function if it is not "
+            f"meant for that"
+        ) from None
+    return found
 
 
 def refuse_unread_splits(task: Task, config: Config) -> None:

@@ -10,12 +10,12 @@ from tf_mgpu.tools.equivalence import randomness
 
 def test_dropout_rnn_dropout_and_augmentation_layers_draw_nothing_once_turned_off():
     inputs = keras.Input((8, 8, 3))
-    x = keras.layers.RandomFlip("horizontal")(inputs)
-    x = keras.layers.RandomRotation(0.1)(x)
-    x = keras.layers.GaussianNoise(0.3)(x)
+    x = keras.layers.RandomFlip("horizontal", name="flip")(inputs)
+    x = keras.layers.RandomRotation(0.1, name="rotation")(x)
+    x = keras.layers.GaussianNoise(0.3, name="noise")(x)
     x = keras.layers.Reshape((8, 24))(x)
-    x = keras.layers.LSTM(4, dropout=0.25, recurrent_dropout=0.1)(x)
-    x = keras.layers.Dropout(0.5)(x)
+    x = keras.layers.LSTM(4, dropout=0.25, recurrent_dropout=0.1, name="lstm")(x)
+    x = keras.layers.Dropout(0.5, name="dropout")(x)
     model = keras.Model(inputs, keras.layers.Dense(2)(x))
     images = tf.constant(np.random.default_rng(0).random((2, 8, 8, 3)), tf.float32)
 
@@ -28,9 +28,9 @@ def test_dropout_rnn_dropout_and_augmentation_layers_draw_nothing_once_turned_of
 
     assert random_ops(), "nothing drew before"
     assert randomness.turn_off(model) == [
-        "RandomFlip random_flip (as in inference)",
-        "RandomRotation random_rotation (as in inference)",
-        "GaussianNoise gaussian_noise (stddev 0.3)",
+        "RandomFlip flip (as in inference)",
+        "RandomRotation rotation (as in inference)",
+        "GaussianNoise noise (stddev 0.3)",
         "LSTMCell lstm_cell (dropout 0.25)",
         "LSTMCell lstm_cell (recurrent_dropout 0.1)",
         "Dropout dropout (rate 0.5)",

@@ -5,7 +5,9 @@ preprocess (float32 frames in [0, 1] with a channel axis, float32 labels) in loa
 PATCH_SIZE (8, 8, 8) as written (so 8 tubelets in place of 27), PROJECTION_DIM 32 in place
 of 128, NUM_HEADS 4 in place of 8, NUM_LAYERS 2 in place of 8; TubeletEmbedding and
 PositionalEncoder registered with a get_config so that the saved model reloads; the
-validation data and the inference widgets left out."""
+validation data and the inference widgets left out. Its preprocess(frames, label) is renamed
+preprocess_frames: tf_mgpu takes a task file's `preprocess` for its preprocess(x) hook (and says
+so in one line)."""
 
 import keras
 import numpy as np
@@ -35,7 +37,7 @@ NUM_LAYERS = 2
 
 
 @tf.function
-def preprocess(frames: tf.Tensor, label: tf.Tensor):
+def preprocess_frames(frames: tf.Tensor, label: tf.Tensor):
     """Preprocess the frames tensors and parse the labels"""
     # Preprocess images
     frames = tf.image.convert_image_dtype(
@@ -177,7 +179,7 @@ def load_data():
     def split(n):
         videos = rng.integers(0, 256, size=(n, *INPUT_SHAPE[:3])).astype("uint8")
         labels = rng.integers(0, NUM_CLASSES, size=(n, 1)).flatten()
-        frames, labels = preprocess(videos, labels)
+        frames, labels = preprocess_frames(videos, labels)
         return frames.numpy(), labels.numpy()
 
     return split(128), split(64)

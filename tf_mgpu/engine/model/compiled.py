@@ -159,7 +159,12 @@ def _loss_values(given, y, y_pred) -> tf.Tensor:
     """What a compiled loss returns for labels shaped as `y` (zeros, valid for any loss) and
     predictions `y_pred`, before Keras reduces it: one value per example, per pixel..."""
     loss = keras.losses.get(given) if isinstance(given, (str, dict)) else given
-    fn = loss.call if isinstance(loss, keras.losses.Loss) else loss  # a function (y, y_pred)
+    # A Loss's values before reduction (`call`), unless its class computes in `__call__`
+    # itself (keras.io's supervised contrastive loss); a function (y, y_pred) as it is.
+    own_call = isinstance(loss, keras.losses.Loss) and (
+        type(loss).__call__ is keras.losses.Loss.__call__
+    )
+    fn = loss.call if own_call else loss
     y_pred = tf.convert_to_tensor(y_pred)
     dtype = y_pred.dtype if y_pred.dtype.is_floating else tf.float32
     y, y_pred = tf.zeros(tf.shape(y), dtype), tf.cast(y_pred, dtype)  # any label dtype

@@ -74,6 +74,10 @@ class ModelMetrics:
         if keeps:
             for i, (v, summed) in enumerate(self._live()):
                 aggregation = tf.VariableAggregation.SUM if summed else tf.VariableAggregation.MEAN
+                if not summed and not tf.as_dtype(v.dtype).is_floating:
+                    # An integer state (MeanIoU's confusion matrix), the same on every
+                    # replica: MEAN is for floats only, and the first replica's is each one's.
+                    aggregation = tf.VariableAggregation.ONLY_FIRST_REPLICA
                 self._kept.append(_copy(v, f"{name}_kept_{i}_{v.name}", aggregation))
         self._overrides_x = overrides(model, "compute_metrics")
         # Traced once each, not at every epoch's reset, restore and read.

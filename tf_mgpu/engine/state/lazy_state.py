@@ -1,6 +1,7 @@
 """What a model's own train_step builds on its first call, built first in the strategy's
 scope: the optimizers it was given (a GAN's d_optimizer and g_optimizer), compile's loss
-and metrics where the model has no call() of its own (Keras builds them from a forward pass
+and metrics where the model has no call() of its own, or its train_step hands them other
+outputs than its call() returns (Keras builds them from a forward pass
 before the first step; such a model has none), and keras.random's unseeded generator where
 its train_step draws from it (`unseeded`). And the logs its steps return.
 
@@ -10,6 +11,8 @@ several replicas fails there too). Each is found by tracing train_step on the re
 running it, up to the point it would build: it is then built in the scope, outside any
 replica, from what it was given, and the trace tried again for the next.
 """
+
+import weakref
 
 import keras
 import tensorflow as tf
@@ -34,10 +37,19 @@ def _batch(x, y, w):
     return tf.nest.map_structure(tf.constant, keras.utils.pack_x_y_sample_weight(x, y, w))
 
 
+_LATER: "weakref.WeakSet[keras.Model]" = weakref.WeakSet()
+
+
+def build_compiled_later(net: keras.Model) -> None:
+    """Leaves compile's loss and metrics to be built from the model's train_step (`build`):
+    they could not be from its call()'s outputs."""
+    _LATER.add(net)
+
+
 def _lazy(net: keras.Model) -> list:
     optimizers = [v for v in vars(net).values() if isinstance(v, keras.optimizers.Optimizer)]
     lazy = [o for o in optimizers if o is not net.optimizer]
-    if not has_call(net):
+    if not has_call(net) or net in _LATER:
         lazy += internals.compiled_holders(net)
     return [o for o in lazy if not o.built]
 

@@ -149,9 +149,16 @@ def _create_state(
         y = tf.nest.map_structure(lambda a: tf.zeros_like(tf.constant(a)), sample.y)
         accumulation = _take_accumulation(net, task.where)
         net.optimizer.build(net.trainable_variables)
-        # The compiled loss and metrics made before the first step, as fit makes them.
-        build_compiled(net, sample.x, y, y_pred)
         own, own_eval = runs_own_step(net), evaluates_own_step(net)
+        # The compiled loss and metrics made before the first step, as fit makes them.
+        try:
+            build_compiled(net, sample.x, y, y_pred)
+        except (KeyError, ValueError):
+            if not own:
+                raise
+            # Its train_step hands them other outputs than call()'s (keras.io's patch_convnet
+            # returns attention maps too): made from what its first step hands them.
+            lazy_state.build_compiled_later(net)
         batch = (task.preprocess(sample.x), sample.y, sample.w)
         if own:  # what its train_step builds on a first call: before the metrics are read
             lazy_state.build(strategy, net, *batch)

@@ -36,6 +36,16 @@ def keras_labels(y):
     return None if isinstance(y, tuple) and not y else y
 
 
+def forward(model: keras.Model, x, training: bool):
+    """The model's forward pass as Keras's train_step and test_step call it: with `training`
+    only where its call() takes it. Passed to a call() that does not, Keras would hand it on
+    to every layer inside (keras.io's focal modulation network then runs a DropPath branch
+    its fit never runs)."""
+    if "training" in inspect.signature(model.call).parameters:
+        return model(x, training=training)
+    return model(x)
+
+
 def step_data(x, y, w=None):
     """What Keras's `fit` hands a model's `train_step` (and `evaluate` its `test_step`)."""
     return keras.utils.pack_x_y_sample_weight(x, keras_labels(y), w)
@@ -92,7 +102,7 @@ def _gradients(state: TrainState, accumulation_steps: int, x, y, w=None):
     `accumulation_steps` micro-batches), and whether its loss was finite."""
     model = state.model
     with tf.GradientTape() as tape, replica_random_streams(state):
-        y_pred = model(x, training=True)
+        y_pred = forward(model, x, training=True)
         loss = compute_loss(model, x, y, y_pred, w, training=True)
         # As Keras's train_step: a LossScaleOptimizer (mixed_float16) scales the loss and
         # unscales the gradient in `apply`; any other optimizer returns `loss` itself.
@@ -236,7 +246,7 @@ def replica_eval_step(
     gather every replica's share (see `metrics.ModelMetrics`): each replica then joins with
     its whole share."""
     whole = real is None
-    y_pred = model(x, training=False) if whole or sums.gathered else None
+    y_pred = forward(model, x, training=False) if whole or sums.gathered else None
     if sums.gathered:
         sums.measure(x, keras_labels(y), y_pred, w, real=None if whole else weights > 0)
     if real == 0:
@@ -244,7 +254,7 @@ def replica_eval_step(
         return
     if not whole:
         x, y, w = _first_rows(real, x, y, w)
-        y_pred = model(x, training=False)
+        y_pred = forward(model, x, training=False)
     loss = reported(compute_loss(model, x, y, y_pred, w, training=False))
     sums.add(loss, _examples(x))
     if not sums.gathered:

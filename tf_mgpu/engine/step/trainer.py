@@ -16,6 +16,7 @@ from tf_mgpu.engine.input import arrays, data, placement, source, stream, stream
 from tf_mgpu.engine.input.checks import check_labels
 from tf_mgpu.engine.model import metrics, schedules
 from tf_mgpu.engine.model.compiled import evaluable
+from tf_mgpu.engine.state import share_sized
 from tf_mgpu.engine.state.training_state import create_state
 from tf_mgpu.engine.step import jit, loop, pace, replica_state, stream_train
 from tf_mgpu.engine.step import replica_steps as steps
@@ -49,7 +50,15 @@ class Trainer:
         # first batch (a model may hold its batch size in a reshape).
         self._first = datasets.train.take(slice(0, config.batch_size))
         tested = datasets.test.take(slice(0, config.batch_size))
-        self.state = create_state(strategy, config, task, self._first, tested)
+        try:
+            self.state = create_state(strategy, config, task, self._first, tested)
+        except UserError:
+            raise
+        except Exception as error:  # a model held to the global batch's size: one line
+            share_sized.refuse_if_global(
+                create_state, strategy, config, task, datasets.train, datasets.test, error
+            )
+            raise
         # --sync_batch_norm: before any step is traced (Keras reads it in each call).
         self.synchronized = (
             replicas_lib.synchronize(self.state.model)

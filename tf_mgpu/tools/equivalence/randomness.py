@@ -31,7 +31,10 @@ def turn_off(model: keras.Model) -> list[str]:
             if isinstance(value, float) and value > 0:
                 setattr(layer, attribute, 0.0)
                 found.append(f"{type(layer).__name__} {layer.name} ({attribute} {value:g})")
-        if callable(getattr(layer, "get_random_transformation", None)):
+        # RandomCrop in inference returns the image uncropped (Keras 3.15), of another shape
+        # than in training: left drawing (named as a random op).
+        augments = callable(getattr(layer, "get_random_transformation", None))
+        if augments and not isinstance(layer, keras.layers.RandomCrop):
             _as_in_inference(layer)
             found.append(f"{type(layer).__name__} {layer.name} (as in inference)")
     return found
