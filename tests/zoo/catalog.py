@@ -44,12 +44,13 @@ MEANING = {
     "replica": "trained on 2 replicas; its weights (or its test figures) differ from Keras "
     "fit's (evaluate's) on one device but equal Keras fit's (evaluate's) on the same 2 "
     "replicas: the model computes over each replica's share (a loss over the whole batch, a "
-    "loss averaged over each share's unmasked tokens, a train_step or test_step that reports "
-    "the loss Keras divided by the replicas)",
+    "mean a train_step takes over its share, a train_step or test_step that reports the loss "
+    "Keras divided by the replicas)",
     "differs": "trained on 2 replicas, its weights differ from Keras fit's on one device and "
     "on 2 replicas",
-    "random": "trained; it draws random numbers in training other than dropout, so the "
-    "two sides cannot be compared",
+    "random": "trained; it draws random numbers in training other than dropout and Keras's "
+    "augmentation layers (a GAN's noise, stochastic depth, RandomCrop), so the two sides "
+    "cannot be compared",
     "refused": "refused before training, in the one line shown",
     "failed": "did not train or export (the error shown)",
     "not run": f"adapted, but not run by the last `{COMMAND}`: on 2 cores the whole zoo takes "
@@ -76,8 +77,9 @@ def page(outcomes: list[dict]) -> str:
         "adapted). Each adapted example is trained by tf_mgpu one epoch of 4 steps on 2 CPU "
         "replicas of 16, exported, reloaded by Keras's `load_model` and checked against the "
         "run's figures, and compared with Keras's own `fit` on one device at the global batch "
-        "of 32, on the same examples in the same order, dropout off on both sides (float64 "
-        "where the model runs in float64).",
+        "of 32, on the same examples in the same order, dropout and augmentation layers off "
+        "on both sides as `check` turns them off (float64 where the model runs in float64). "
+        "`vs fit` is the largest weight difference, relative where a weight is above 1.",
         "",
         f"{len(outcomes)} adapted: "
         + ", ".join(f"{count} {status}" for status, count in counted.items())
