@@ -6,6 +6,7 @@ weighted image columns and reported a wrong test loss."""
 
 import dataclasses
 
+import keras
 import pytest
 
 from tests.keras.helpers import (
@@ -18,7 +19,9 @@ from tests.keras.helpers import (
 from tests.keras.test_optimizers import largest_difference_to
 from tests.support import cpu_strategy
 from tf_mgpu import training
+from tf_mgpu.engine.input import data
 from tf_mgpu.engine.model import added_losses
+from tf_mgpu.engine.step import evaluation
 
 
 @pytest.mark.parametrize(
@@ -48,7 +51,15 @@ def test_an_added_loss_of_one_value_per_example_trains_as_keras_on_one_device(
 ):
     # Keras sums an added loss of one value per example (keras.io's CTC layers) and divides
     # the sum among the replicas as a regularizer's: half the gradient on 2 replicas.
-    trained_like_keras("per_example_add_loss", tmp_path)  # weights, test figures == Keras's
+    run = trained_like_keras("per_example_add_loss", tmp_path)  # weights, figures == Keras's
+    # The evaluate command's scoring of the export, on 2 replicas: the run's figure.
+    ((x, _),) = load("per_example_add_loss").load_data()[-1:]
+    strategy = cpu_strategy(2)
+    with strategy.scope():
+        reloaded = keras.saving.load_model(tmp_path / "model.keras")
+    split = data.Split(tuple(a.astype("float32") for a in x), ())
+    scored = evaluation.evaluate(strategy, reloaded, split, 16)
+    assert scored["test_loss"] == pytest.approx(run.summary["test_loss"], rel=1e-5)
     monkeypatch.setattr(added_losses, "per_example", lambda model: [])
     as_keras = training.run(
         dataclasses.replace(FLOAT64, epochs=1, model_dir=str(tmp_path / "as_keras")),

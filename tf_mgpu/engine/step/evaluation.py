@@ -2,10 +2,11 @@
 
 import functools
 
+import keras
 import tensorflow as tf
 
 from tf_mgpu.engine.input import data
-from tf_mgpu.engine.model import metrics
+from tf_mgpu.engine.model import added_losses, metrics
 from tf_mgpu.engine.model.compiled import build_compiled, check_compiled
 from tf_mgpu.engine.state.training_state import evaluates_own_step
 from tf_mgpu.engine.step import loop
@@ -37,6 +38,8 @@ def evaluate(
     x = preprocess(tf.nest.map_structure(tf.constant, first.x))
     y = tf.nest.map_structure(tf.constant, first.y)
     y_pred = model(x, training=False)  # outside the scope: a SavedModel's functions too
+    if isinstance(model, keras.Model):  # scored as the run that trained it scored it
+        added_losses.find(model, x)
     with strategy.scope():
         check_compiled(model, first.y, y_pred, where)
         build_compiled(model, x, y, y_pred)

@@ -24,13 +24,20 @@ from tf_mgpu.engine.model import compiled
 _MEANS = ("sum_over_batch_size", "mean")
 
 
+def _averages_over_masks(model: keras.Model) -> bool:
+    """Whether the model's one compiled loss (Keras's, not an own compute_loss) is a mean,
+    which Keras takes over an output's unmasked positions. Several outputs: left as Keras
+    averages them, over each share."""
+    if model.loss is None or isinstance(model.loss, (list, tuple, dict)):
+        return False
+    if compiled.overrides(model, "compute_loss"):
+        return False
+    return compiled.loss_reduction(model.loss) in _MEANS
+
+
 def _mask(model: keras.Model, y_pred):
     """The mask of the model's one output, where its one compiled loss averages over it."""
-    if not isinstance(y_pred, tf.Tensor) or model.loss is None:
-        return None
-    if isinstance(model.loss, (list, tuple, dict)) or compiled.overrides(model, "compute_loss"):
-        return None
-    if compiled.loss_reduction(model.loss) not in _MEANS:
+    if not isinstance(y_pred, tf.Tensor) or not _averages_over_masks(model):
         return None
     return internals.keras_mask(y_pred)
 
@@ -64,7 +71,7 @@ def join_empty(model: keras.Model, x) -> None:
     """At a pass's padded last step, a replica with no real rows joins the all-reduce of
     `global_weights` with nothing (the others wait for it) where the output is masked."""
     context = _several_replicas()
-    if context is None or model.loss is None:
+    if context is None or not _averages_over_masks(model):
         return
     y_pred = model(x, training=False)  # traced: only whether it carries a mask is read
     if _mask(model, y_pred) is not None:
