@@ -161,6 +161,8 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         warn=chief_print,
         extra=keras_callbacks,
         inputs=trainer.inputs,
+        may_lack=trainer.state.may_lack,
+        settle=trainer.state.settle,
     )
     logs = tensorboard.Summaries(config.model_dir if node.is_chief else None)
     try:

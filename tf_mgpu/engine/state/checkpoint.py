@@ -114,6 +114,11 @@ class Checkpoints:
     written beside each checkpoint the chief saves, before the checkpoint
     itself, and handed to its `restore(state)` with that checkpoint (None for a
     checkpoint saved without it: a run that had no such state then).
+    `objects` holds variables, lists and dicts of them; a restore matches them by
+    name ('weights/3', 'optimizer/slot_0_momentum', 'epoch'), and those `may_lack(name)`
+    allows may be missing from the checkpoint (written under another --dtype).
+    `settle(saved)`, if given, is called after each restore with `saved(name)`, the
+    checkpoint's value of `name` or None.
     `inputs`, if given, saves each worker's place in its data beside each
     checkpoint (`save(prefix)`, every worker, into the checkpoint directory,
     before the checkpoint itself) and is told which checkpoint was restored
@@ -130,8 +135,13 @@ class Checkpoints:
         warn: Callable[[str], None] = print,
         extra=None,
         inputs=None,
+        may_lack: Callable[[str], bool] = lambda name: False,
+        settle: Callable[[Callable[[str], object]], None] | None = None,
     ):
+        self._objects = objects
         self._checkpoint = tf.train.Checkpoint(**objects)
+        self._may_lack = may_lack
+        self._settle = settle
         self._extra = extra
         self._inputs = inputs
         self.resumed_input = ""  # what `inputs.restore` said of the restored checkpoint
@@ -178,12 +188,15 @@ class Checkpoints:
         """Restores the newest readable checkpoint; returns its path, or None if there is none.
 
         An unreadable checkpoint (truncated, corrupt) is reported in one line
-        and the one before it is tried.
+        and the one before it is tried. A readable one that does not fit this run
+        (another model or optimizer, another precision) is refused in one line.
         """
         paths = self.paths()
         for path in reversed(paths):
             try:
-                self._checkpoint.read(path).assert_existing_objects_matched()
+                reader = tf.train.load_checkpoint(path)
+                restorable = self._restorable(path, reader.get_variable_to_dtype_map())
+                tf.train.Checkpoint(**restorable).read(path).assert_existing_objects_matched()
             # What TensorFlow's reader raises on a truncated or corrupt file varies.
             except (tf.errors.OpError, ValueError, AssertionError, IndexError, RuntimeError) as e:
                 reason = str(e).strip().splitlines()[0][:160]
@@ -193,6 +206,8 @@ class Checkpoints:
                 )
                 continue
             self.latest = path
+            if self._settle is not None:
+                self._settle(lambda name, r=reader: _value(r, name))
             if self._extra is not None:
                 self._extra.restore(_read_json(path + _EXTRA))
             if self._inputs is not None:
@@ -204,6 +219,34 @@ class Checkpoints:
                 f"corrupt or truncated); rerun with --clean to start over"
             )
         return None
+
+    def _restorable(self, path: str, saved: dict) -> dict:
+        """The objects to read from checkpoint `path`, whose variables' dtypes are `saved`
+        (TensorFlow's names): all of them, but those it may lack and does."""
+        missing = [name for name, _ in _flat(self._objects) if name + _VALUE not in saved]
+        needed = [name for name in missing if not self._may_lack(name)]
+        fix = "rerun with the flags in its run's flags.txt, or pass --clean to start over"
+        if needed:
+            raise UserError(
+                f"checkpoint {path} holds no {needed[0]} ({len(needed)} of this run's "
+                f"variables are not in it): another model or optimizer wrote it; {fix}"
+            )
+        for name, variable in _flat(self._objects):
+            held = saved.get(name + _VALUE)
+            if held is not None and held != tf.as_dtype(variable.dtype):
+                raise UserError(
+                    f"checkpoint {path} holds {name} as {held.name} and this run makes it "
+                    f"{tf.as_dtype(variable.dtype).name}: a resume keeps the precision the "
+                    f"variables were trained in (--dtype=float64 against 32 bits); {fix}"
+                )
+        gone = set(missing)
+        restorable = {}
+        for top, held in self._objects.items():
+            if isinstance(held, dict):
+                restorable[top] = {k: v for k, v in held.items() if f"{top}/{k}" not in gone}
+            elif top not in gone:
+                restorable[top] = held
+        return restorable
 
     def save(self, step: int) -> str | None:
         """Writes checkpoint `ckpt-<step>` (every task must call this at the same point)."""
@@ -272,6 +315,24 @@ class Checkpoints:
 
 
 _OS_REASONS = ("No space left on device", "Read-only file system", "Permission denied")
+
+
+_VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"  # TensorFlow's name for a variable's value
+
+
+def _flat(objects: dict):
+    """(name, variable) for each variable in `objects`, named as a checkpoint names them."""
+    for top, held in objects.items():
+        if isinstance(held, dict):
+            yield from ((f"{top}/{key}", v) for key, v in held.items())
+        elif isinstance(held, list | tuple):
+            yield from ((f"{top}/{i}", v) for i, v in enumerate(held))
+        else:
+            yield top, held
+
+
+def _value(reader, name: str):
+    return reader.get_tensor(name + _VALUE) if reader.has_tensor(name + _VALUE) else None
 
 
 def _named_os_reason(message: str) -> str | None:

@@ -4,8 +4,10 @@ and each replica's own random streams.
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_mgpu.config import Config
@@ -21,7 +23,7 @@ from tf_mgpu.engine.model.compiled import (
     overrides,
     trains_own_loss,
 )
-from tf_mgpu.engine.state import lazy_state
+from tf_mgpu.engine.state import lazy_state, optimizer_slots
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
 
@@ -81,13 +83,14 @@ class TrainState:
     def checkpointed(self) -> dict:
         """What a checkpoint holds: everything training changes, and the epoch's metric sums.
 
-        Not the learning rate: it comes from the flags, so a resumed run may change it.
-        The random states are there when the model has any, so that a resumed run draws
-        the dropout masks the uninterrupted one would have drawn.
+        The optimizer's variables by name (`optimizer_slots`), without the learning rate:
+        it comes from the flags, so a resumed run may change it. The random states are
+        there when the model has any, so that a resumed run draws the dropout masks the
+        uninterrupted one would have drawn.
         """
         held = {
             "weights": list(self.model.weights),
-            "optimizer": [v for v in self.optimizer.variables if "learning_rate" not in v.path],
+            "optimizer": optimizer_slots.named(self.optimizer, self.model.trainable_variables),
             "epoch": self.epoch,
             "train_sums": self.train_sums.variables(),
         }
@@ -96,6 +99,37 @@ class TrainState:
         if self.steps is not None:
             held["steps"] = self.steps
         return held
+
+    @staticmethod
+    def may_lack(name: str) -> bool:
+        """Whether a checkpoint written under another --dtype may lack `name` (a path in
+        `checkpointed()`): a LossScaleOptimizer's own variables and the step counter
+        exist only under mixed_float16 (see `settle`)."""
+        return name == "steps" or name.startswith("optimizer/" + optimizer_slots.LOSS_SCALE)
+
+    def settle(self, saved: Callable[[str], np.ndarray | None]) -> None:
+        """Makes the step count whole after a restore from a checkpoint written under
+        another --dtype; `saved(name)` is the checkpoint's value of `name`, or None.
+
+        Under mixed_float16 the steps are counted apart from the optimizer's updates
+        (a LossScaleOptimizer skips a step whose gradient overflowed); elsewhere the
+        optimizer's iterations count them. A checkpoint without the counter applied
+        every step, so its iterations are its steps. One with the counter resumes
+        where steps are counted by iterations only if none was skipped: else it would
+        resume at another example than the one that comes next.
+        """
+        steps = saved("steps")
+        applied = int(self.optimizer.iterations.numpy())
+        if self.steps is not None and steps is None:
+            self.steps.assign(applied)
+        elif self.steps is None and steps is not None and int(steps) != applied:
+            raise UserError(
+                f"the checkpoint took {int(steps)} steps and applied {applied} updates (its "
+                f"loss scaling skipped {int(steps) - applied} steps that overflowed); a run "
+                f"without loss scaling counts its steps by the updates, so it would resume "
+                f"at another example: resume with the --dtype the checkpoint was written "
+                f"with (see flags.txt), or pass --clean to start over"
+            )
 
 
 def create_state(
