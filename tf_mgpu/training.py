@@ -297,6 +297,8 @@ def _train(run: _Run) -> Result | None:
                 steps=trainer.pace.proposal(),
                 eval_steps=trainer.eval_pace.proposal() if trainer.eval_pace else 0,
                 save=saving.due_by_time(),
+                call=trainer.last_call[1],
+                bad=trainer.last_call[2],
             ),
             multi_worker=run.multi_worker,
             is_chief=run.node.is_chief,

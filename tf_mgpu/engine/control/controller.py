@@ -27,6 +27,7 @@ import functools
 from tf_mgpu.engine.distribute.agreement import Agreement
 from tf_mgpu.engine.faults.liveness import Liveness
 from tf_mgpu.engine.step.trainer import Trainer
+from tf_mgpu.errors import Diverged
 
 
 @dataclasses.dataclass
@@ -131,6 +132,9 @@ class Controller:
 
     def _follow(self) -> None:
         trainer, decided = self._trainer, self._agreement.agree()
+        if decided.bad:  # on some worker: every worker stops here, with the same line
+            first = trainer.last_call[0]
+            raise Diverged(trainer.diverged(trainer.position()[0], first + decided.bad - 1))
         trainer.pace.follow(decided.steps)
         if trainer.eval_pace is not None and decided.eval_steps:
             trainer.eval_pace.follow(decided.eval_steps)

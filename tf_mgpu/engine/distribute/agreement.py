@@ -10,7 +10,14 @@ once per call of about a second):
 - stop: any worker's "I was asked to stop" (`tf_mgpu.engine.faults.stopping`);
 - the next training and evaluation call's steps: the chief's proposals
   (`tf_mgpu.engine.step.pace`), so one decides and all follow;
-- save: the chief's "--checkpoint_secs have passed since the last save".
+- save: the chief's "--checkpoint_secs have passed since the last save";
+- bad: the call's first step whose loss was not finite on any worker. A worker
+  may see it alone: its own rows gave the non-finite loss, and the others see
+  it a step later through the all-reduced gradient (or, when it ended the
+  call, in their next call), or never (a LossScaleOptimizer skips the step).
+  Every worker then stops after the same call, with the same step in its line.
+  Only when some worker saw one does a second all-reduce, of one value per step
+  of the call, find the first.
 
 Every worker decides on the all-reduced values only: a signal that lands
 during the all-reduce waits for the next call, or this worker would stop
@@ -30,6 +37,9 @@ class Decision:
     steps: int
     eval_steps: int
     save: bool
+    # The call just run: its steps, and its first step (from 1) whose loss was not finite.
+    call: int = 0
+    bad: int = 0
 
 
 class Agreement:
@@ -59,13 +69,23 @@ class Agreement:
             self.latest = mine
             return mine
         chief = self._chief
-        summed = self._total(
-            [float(mine.stop), chief * mine.steps, chief * mine.eval_steps, chief * mine.save]
+        views = [float(mine.stop), chief * mine.steps, chief * mine.eval_steps, chief * mine.save]
+        summed = self._total([*views, float(mine.bad > 0)])
+        stop, steps, eval_steps, save, bad = (float(v) / self._local for v in summed)
+        first = self._first_bad(mine) if bad > 0 else 0
+        self.latest = Decision(
+            stop > 0, round(steps), round(eval_steps), save > 0, call=mine.call, bad=first
         )
-        stop, steps, eval_steps, save = (float(v) / self._local for v in summed)
-        self.latest = Decision(stop > 0, round(steps), round(eval_steps), save > 0)
         self.stopped_elsewhere = self.latest.stop and not mine.stop
         return self.latest
+
+    def _first_bad(self, mine: Decision) -> int:
+        """The first bad step of the call over every worker (every worker ran the same
+        steps): each marks the steps from its own first bad one on, and the sum's first
+        marked step is the first of all."""
+        marks = [float(mine.bad > 0 and step >= mine.bad) for step in range(1, mine.call + 1)]
+        summed = self._total(marks)
+        return next(step for step, v in enumerate(summed, start=1) if v > 0)
 
 
 def for_strategy(strategy, view: Callable[[], Decision], *, multi_worker: bool, is_chief: bool):

@@ -96,8 +96,8 @@ def compiled(replica_fn, scope: str):
 def first_bad(strategy, finite, step: tf.Tensor, bad: tf.Tensor) -> tf.Tensor:
     """`bad`, or `step` if this is the first step whose loss was not finite on a local replica.
 
-    Local replicas suffice: a non-finite gradient reaches every worker
-    through the all-reduce, so every worker sees the same first bad step.
+    This worker's view only: another worker may see its bad step later or never (see
+    `tf_mgpu.engine.distribute.agreement`, where the workers agree on the first).
     """
     finite_here = tf.reduce_all(tf.stack(strategy.experimental_local_results(finite)))
     return tf.where((bad < 0) & tf.logical_not(finite_here), step, bad)

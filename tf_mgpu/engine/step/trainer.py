@@ -108,6 +108,9 @@ class Trainer:
         # A tf.data split's loop, made now: its place in the data is saved with each checkpoint.
         self.inputs = self._stream_train()
         self.call_seconds = 0.0  # spent in training calls so far, in this process
+        # The last training call: its first step in the epoch, its steps, and its first
+        # step (from 1) whose loss was not finite here, 0 if none (see `train_epoch`).
+        self.last_call = (0, 0, 0)
         self.eval_seconds = 0.0  # and in evaluation calls
 
         @tf.function(autograph=False)
@@ -275,7 +278,8 @@ class Trainer:
         `model.stop_training`; the epoch then stays unfinished). Time spent there does
         not count in the epoch's seconds. With `close`, a finished epoch is counted done
         here; else `close_epoch` does it (after its evaluation). Raises Diverged at the
-        first non-finite loss.
+        first non-finite loss; with `after_call`, after it, which decides (the workers
+        agree on the first bad step, see `diverged`).
         """
         if self._train is None:
             self._build_loops()
@@ -298,8 +302,9 @@ class Trainer:
             self.pace.record(count, call)
             seconds += call
             self.call_seconds += call
-            if bad >= 0:
-                raise Diverged(self._diverged(epoch, bad))
+            self.last_call = (end, count, bad - end + 1 if bad >= 0 else 0)
+            if bad >= 0 and not after_call:
+                raise Diverged(self.diverged(epoch, bad))
             end += count
             block_end = not self.block or end >= block_end_at or end == self.train_steps
             if self.block and end >= block_end_at:
@@ -327,7 +332,8 @@ class Trainer:
             self.state.epoch.assign_add(1)
             self._finished = False
 
-    def _diverged(self, epoch: int, bad: int) -> str:
+    def diverged(self, epoch: int, bad: int) -> str:
+        """The line for a loss not finite at step `bad` of `epoch` (both from 0)."""
         step = epoch * self.train_steps + bad + 1
         return (
             f"the training loss is not finite at step {step:,} (epoch {epoch + 1}, step "
