@@ -4,7 +4,8 @@ Most of the suite's time was its ~150 started processes, and 3.5 to 6.6 s of eac
 TensorFlow and Keras (BUILD_NOTES.md, "Test layout"). A server process per pytest worker
 imports both once, in the environment a run's command imports them in (TF_CPP_MIN_LOG_LEVEL=3
 unless given), and forks a child per run. The child becomes the run: its folder, environment,
-argv, stdin from /dev/null, stdout/stderr in the test's files, its own session if asked; it
+argv, stdin from /dev/null, stdout/stderr in the test's files, its own session if asked, the
+signal dispositions an exec from the test's process would give it (whatever the server had); it
 tells the server it is ready (or why it cannot start, raised in the test), then runs the
 command's module as `__main__` as `python -m` does, and exits as that would. The server reaps
 it and passes back its exit code and CPU time.
@@ -28,6 +29,7 @@ import runpy
 import select
 import selectors
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -97,6 +99,7 @@ def popen(command, cwd, env, stdout, stderr, start_new_session=False):
         "stdout": os.path.abspath(stdout.name),
         "stderr": os.path.abspath(stderr.name),
         "session": start_new_session,
+        "signals": _dispositions(),
     }
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(_started())
@@ -169,6 +172,36 @@ class Forked:
         if self.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, number)
+
+
+def _dispositions() -> dict:
+    """The signals this process ignores and blocks, which an exec'd child inherits (a caught
+    one is reset to its default by the exec)."""
+    with open("/proc/self/status") as status:
+        masks = dict(line.split(":\t") for line in status if line.startswith(("SigIgn", "SigBlk")))
+    numbers = {k: int(v, 16) for k, v in masks.items()}
+    return {
+        kind: [s for s in signal.valid_signals() if numbers[key] >> (s - 1) & 1]
+        for kind, key in (("ignored", "SigIgn"), ("blocked", "SigBlk"))
+    }
+
+
+def _start_signals_as_exec(signals: dict) -> None:
+    """In the forked child: every signal as `python -m` started by the client has it. The exec
+    keeps what the client ignores and blocks and resets the rest to the default; then Python's
+    start makes SIGINT raise KeyboardInterrupt (unless ignored) and ignores SIGPIPE and SIGXFSZ.
+    A background job's shell ignores SIGINT and SIGQUIT: so does its forked run then."""
+    ignored = set(signals["ignored"])
+    for number in signal.valid_signals():
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        with contextlib.suppress(OSError, ValueError):  # glibc's own (32, 33)
+            signal.signal(number, signal.SIG_IGN if number in ignored else signal.SIG_DFL)
+    if signal.SIGINT not in ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, signals["blocked"])
 
 
 def _started() -> str:
@@ -270,6 +303,7 @@ def _set_up(request: dict, told: int) -> dict:
     try:
         if request["session"]:
             os.setsid()
+        _start_signals_as_exec(request["signals"])
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -78,6 +78,33 @@ def test_a_forked_run_starts_as_python_m_does_but_for_the_import(tmp_path, probe
     assert there["cwd"] == str(tmp_path) == there["path0"]
 
 
+@pytest.mark.parametrize(
+    "ignored", [(), (signal.SIGINT, signal.SIGQUIT), (signal.SIGTERM,)], ids=str
+)
+def test_a_forked_run_has_the_signals_an_exec_from_here_would_give(
+    tmp_path, probe_forkable, ignored
+):
+    # (SIGINT, SIGQUIT): what a non-interactive shell gives a background job, as when the
+    # suite runs as `bash .ci/run &`; the server was started before, with other dispositions.
+    forkserver._started()
+    before = {number: signal.getsignal(number) for number in ignored}
+    try:
+        for number in ignored:
+            signal.signal(number, signal.SIG_IGN)
+        forked = start(tmp_path, "--exit=0", name="forked")
+        executed = start(tmp_path, "--exit=0", name="executed", fork=False)
+        assert isinstance(forked, forkserver.Forked)
+        assert forked.wait(60) == 0
+        assert executed.wait(60) == 0
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+    by_fork, by_exec = seen(tmp_path, "forked"), seen(tmp_path, "executed")
+    assert by_fork["signals"] == by_exec["signals"]
+    for number in ignored:
+        assert by_exec["signals"][number.name] == repr(signal.SIG_IGN), by_exec["signals"]
+
+
 def test_exit_codes_signals_and_timeouts_answer_as_popen_does(tmp_path, probe_forkable):
     assert start(tmp_path, "--exit=3", name="three").wait(60) == 3
     raising = start(tmp_path, "--exit=raise", name="raises")
