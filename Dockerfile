@@ -5,10 +5,11 @@
 # Untested here: the machines this was built on have no GPU and no Docker daemon.
 FROM tensorflow/tensorflow:2.21.0-gpu
 WORKDIR /opt/tf_mgpu
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY tf_mgpu ./tf_mgpu
 COPY flags ./flags
 COPY examples ./examples
-# TensorFlow comes with the image (it satisfies the pin); the rest from pyproject.toml.
-RUN pip install --no-cache-dir .
+# TensorFlow comes with the image (it satisfies the pin); the rest from pyproject.toml, at
+# the versions CI tested.
+RUN pip install --no-cache-dir . -c constraints.txt
 CMD ["python", "-m", "tf_mgpu.devices"]
