@@ -147,8 +147,8 @@ MUTATIONS = (
         behaviour="workers that restored different checkpoints refuse to train",
         what="the start steps compared, a difference ignored",
         path="tf_mgpu/engine/distribute/collectives.py",
-        old="(here) != here * strategy.num_replicas_in_sync:",
-        new="(here) is None:",
+        old="    if _spread(strategy, here) != 0:",
+        new="    if _spread(strategy, here) is None:",
         tests=(
             "tests/engine/distribute/test_collectives.py::"
             "test_workers_that_restore_different_checkpoints_refuse_to_train",

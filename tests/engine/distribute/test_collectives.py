@@ -1,5 +1,7 @@
 """The collectives that keep workers in step: here, the guard on the step workers start from."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,54 @@ def test_workers_that_restore_different_checkpoints_refuse_to_train(tmp_path):
         assert f"(this one is at step {step})" in line, line
     assert files(chief_dir) == before, "the chief's model dir changed"
     assert not other_dir.exists(), "a worker other than the chief wrote into its --model_dir"
+
+
+@pytest.mark.cluster
+def test_three_workers_refuse_when_one_restored_the_others_mean_step(tmp_path):
+    # Checkpoints at steps 8 and 16 of a global batch of 48 (3 x 16); the chief restores 16,
+    # worker:1 8, worker:2 nothing: 8 is their mean, so a sum of the steps alone lets
+    # worker:1 train while the others refuse, and its next collective then hangs.
+    trained = tmp_path / "trained"
+    config = Config(
+        batch_size=48,
+        epochs=1,
+        seed=0,
+        checkpoint_steps=8,
+        steps_per_loop=8,
+        model_dir=str(trained),
+    )
+    training.run(config, load("loss_reduction"), strategy=support.cpu_strategy(1))
+    assert support.checkpoint_steps(trained) == [8, 16, 21]
+    dirs = {"worker:0": (16, [21]), "worker:1": (8, [16, 21]), "worker:2": (0, None)}
+    for task, (_, dropped) in dirs.items():
+        target = tmp_path / task.replace(":", "_")
+        if dropped is not None:
+            shutil.copytree(trained, target)
+            for step in dropped:
+                for path in (target / "checkpoints").glob(f"ckpt-{step}.*"):
+                    path.unlink()
+
+    def args(task: str) -> list[str]:
+        return [
+            "--strategy=multi_worker_mirrored",
+            f"--task={path_of('loss_reduction')}",
+            f"--model_dir={tmp_path / task.replace(':', '_')}",
+            "--batch_size=16",
+            "--epochs=2",
+            "--seed=0",
+            "--checkpoint_steps=8",
+            "--startup_timeout=60",
+            "--peer_timeout=30",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=3), args, tmp_path / "logs", timeout=150
+    )
+    for task, (step, _) in dirs.items():
+        line = support.assert_one_line_exit(
+            finished[task], errors.EXIT_USER_ERROR, "the workers restored different checkpoints"
+        )
+        assert f"(this one is at step {step})" in line, line
 
 
 def test_weights_digest_sees_a_one_ulp_change():

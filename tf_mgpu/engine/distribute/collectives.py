@@ -33,7 +33,7 @@ def check_same_start(strategy: tf.distribute.Strategy, step: int) -> None:
     if strategies.name_of(strategy) != "multi_worker_mirrored":
         return
     here = float(step)
-    if strategies.replica_sum(strategy)(here) != here * strategy.num_replicas_in_sync:
+    if _spread(strategy, here) != 0:
         # Every worker sees the same sum and refuses; none may exit while a peer still
         # fetches its piece of that sum (see finish_together).
         finish_together(strategy)
@@ -41,6 +41,23 @@ def check_same_start(strategy: tf.distribute.Strategy, step: int) -> None:
             f"the workers restored different checkpoints (this one is at step {int(here)}); "
             f"every worker must read the chief's --model_dir (shared storage across machines)"
         )
+
+
+def _spread(strategy: tf.distribute.Strategy, value: float) -> float:
+    """The sum over every replica of |value - the first replica's value|: 0 exactly when
+    every worker holds the same value (a sum alone passes a worker at the others' mean)."""
+
+    @tf.function
+    def spread(value: tf.Tensor) -> tf.Tensor:
+        def replica() -> tf.Tensor:
+            context = tf.distribute.get_replica_context()
+            first = tf.cast(tf.equal(context.replica_id_in_sync_group, 0), tf.float64)
+            reference = context.all_reduce(tf.distribute.ReduceOp.SUM, value * first)
+            return tf.abs(value - reference)
+
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica), axis=None)
+
+    return float(spread(tf.constant(value, tf.float64)))
 
 
 def finish_together(strategy: tf.distribute.Strategy) -> None:
