@@ -12,9 +12,9 @@ When a worker fails, the others are stopped; --max_restarts starts them all
 again, and training resumes from the checkpoint in main's --model_dir; with
 --workers=MIN:MAX each restart leaves out the worker that failed first, down
 to MIN workers, at the same global batch (main's --batch_workers=MAX).
-The workers run in a private network namespace that holds only loopback, where
-the kernel allows: their ports are reachable by each other only (the launcher's
-first line says whether that holds; --noprivate_network turns it off).
+The workers run in a private network namespace that holds only loopback: their
+ports are reachable by each other only. Where the kernel refuses one, no worker
+starts (exit 3), unless --noprivate_network accepts open ports.
 Exits with the first failing worker's exit code: see tf_mgpu/errors.py and docs/failures.md.
 """
 
@@ -75,8 +75,8 @@ _PRIVATE_NETWORK = flags.DEFINE_boolean(
     True,
     "Run the workers in a network namespace of their own that holds only loopback, where "
     "the kernel allows, so that their ports (TensorFlow's gRPC servers: every interface, no "
-    "authentication) are reachable by each other only; the first line says whether it "
-    "holds. --noprivate_network gives them this machine's network, for a worker that needs "
+    "authentication) are reachable by each other only; where the kernel refuses, no worker "
+    "starts. --noprivate_network gives them this machine's network, for a worker that needs "
     "it: a download (MNIST's first), remote storage, a profiler attached from outside.",
 )
 flags.register_validator(

@@ -31,6 +31,7 @@ import time
 import pytest
 
 from tests import support
+from tf_mgpu import errors
 from tf_mgpu.cluster import netns
 
 BOUND = 20  # seconds a stand-in waits at most
@@ -80,11 +81,10 @@ DRIVER = (
 )
 
 PRIVATE = f"tf_mgpu launch: {netns.Network(private=True).line()}"
-REFUSED = (
-    "tf_mgpu launch: workers' ports: reachable from other hosts (the kernel refused a private "
-    "network namespace: EPERM (Operation not permitted); with a user namespace, EPERM "
-    "(Operation not permitted)); see docs/multi-worker.md"
-)
+REFUSED = netns.off(
+    "the kernel refused a private network namespace: EPERM (Operation not permitted); with a "
+    "user namespace, EPERM (Operation not permitted)"
+).refusal()
 OFF = (
     "tf_mgpu launch: workers' ports: reachable from other hosts (--noprivate_network); see "
     "docs/multi-worker.md"
@@ -263,17 +263,25 @@ def test_no_one_outside_the_namespace_reaches_the_workers_ports(tmp_path, case):
     assert (first["told"], first["reached_out"]) == ("1", False), first
 
 
-@pytest.mark.parametrize(
-    ("case", "expected"), [("kernel_refuses", REFUSED), ("noprivate_network", OFF)]
-)
-def test_without_the_namespace_the_workers_run_as_before_and_it_says_so(tmp_path, case, expected):
-    """Where the kernel refuses (a seccomp filter makes unshare fail as in many containers),
-    or with --noprivate_network, their ports are reachable from outside, as the line says."""
-    preexec = refusing_unshare() if case == "kernel_refuses" else None
+def test_where_the_kernel_refuses_the_namespace_no_worker_starts_on_open_ports(tmp_path):
+    """A seccomp filter makes unshare fail, as in many containers: the launcher says so in one
+    line naming the flag that accepts open ports, and starts nothing."""
     with listener(other_address() or "127.0.0.1") as outside:
-        ran = launch(tmp_path, case == "kernel_refuses", preexec, outside)
+        ran = launch(tmp_path, True, refusing_unshare(), outside)
+    assert ran["code"] == errors.EXIT_USER_ERROR, ran["log"]
+    assert not ran["records"], "a worker started"
+    assert not ran["lines"], ran["log"]
+    said = [line for line in ran["log"].splitlines() if line.startswith("tf_mgpu")]
+    assert said == [f"tf_mgpu: error: {REFUSED}"], ran["log"]
+    assert "pass --noprivate_network" in REFUSED
+
+
+def test_with_noprivate_network_the_workers_run_on_open_ports_and_it_says_so(tmp_path):
+    """--noprivate_network: their ports are reachable from outside, as the line says."""
+    with listener(other_address() or "127.0.0.1") as outside:
+        ran = launch(tmp_path, False, None, outside)
     assert ran["code"] == 0, ran["log"]
-    assert ran["lines"][0] == expected, ran["log"]
+    assert ran["lines"][0] == OFF, ran["log"]
     assert ran["lines"][1].startswith("tf_mgpu launch: started worker:0 "), ran["log"]
     first, second = ran["records"]
     assert first["net"] == second["net"] == own("net"), "this machine's network"

@@ -6,7 +6,9 @@ the trainer owns resume. The launcher
 - with `private_network`, first moves itself into a network namespace of its
   own that holds only loopback, where the kernel allows (tf_mgpu.cluster.netns):
   the workers' ports (TensorFlow's gRPC servers bind every interface) are then
-  reachable by the workers only; a line says which case holds;
+  reachable by the workers only; a line says which case holds. Where the kernel
+  refuses, it starts no worker, in one line naming --noprivate_network (open ports,
+  accepted);
 - gives every worker its own TF_CONFIG, on loopback ports that are free
   when the group starts (a fresh set for every start);
 - prints every line a worker writes, after its name: `[worker:1] epoch ...`
@@ -326,6 +328,9 @@ class Launcher:
     def run(self) -> int:
         if self.private_network:  # before any worker or thread starts: they inherit it
             self._network = netns.enter()
+            if not self._network.private:  # open ports only where the user accepts them
+                print(f"tf_mgpu: error: {self._network.refusal()}", file=self.err, flush=True)
+                return errors.EXIT_USER_ERROR
         self._say(self._network.line())
         restarts, port_retries = 0, 0
         with _Signals() as signals:

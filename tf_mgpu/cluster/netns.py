@@ -12,7 +12,8 @@ another process of this machine. They cannot reach out either (no downloads).
 `enter` tries `unshare(CLONE_NEWNET)`, which needs CAP_SYS_ADMIN (root), then
 `CLONE_NEWUSER | CLONE_NEWNET`, which any user may, where the kernel allows user
 namespaces; it says which held, or why neither did, and changes nothing when
-both are refused.
+both are refused. The launcher then starts no worker, unless the user accepts open
+ports with --noprivate_network.
 
 Threads: a namespace belongs to a thread. In a process that already runs other
 threads, CLONE_NEWNET moves the calling thread only, and what it starts
@@ -58,6 +59,15 @@ class Network:
                 "namespace, loopback only)"
             )
         return f"workers' ports: reachable from other hosts ({self.why}); see {DOCS}"
+
+    def refusal(self) -> str:
+        """The launcher's one line when it cannot make the namespace and the user did not
+        accept open ports (--noprivate_network)."""
+        return (
+            f"{self.why}, so the workers' ports (TensorFlow's gRPC servers: every interface, "
+            f"no authentication) would be reachable from other hosts; pass --noprivate_network "
+            f"to run them so on a network you trust (see {DOCS})"
+        )
 
 
 def off(why: str) -> Network:
