@@ -10,7 +10,8 @@ the trainer owns resume. The launcher
   refuses, it starts no worker, in one line naming --noprivate_network (open ports,
   accepted);
 - gives every worker its own TF_CONFIG, on loopback ports that are free
-  when the group starts (a fresh set for every start);
+  when the group starts (a fresh set for every start), and its own equal share
+  of this machine's GPUs (tf_mgpu.cluster.gpus);
 - prints every line a worker writes, after its name: `[worker:1] epoch ...`
   (stdout to stdout, stderr to stderr);
 - passes SIGINT and SIGTERM on to every worker as SIGTERM, so that all of
@@ -48,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO, TextIO
 
 from tf_mgpu import errors
-from tf_mgpu.cluster import elastic, local, netns
+from tf_mgpu.cluster import elastic, gpus, local, netns
 
 MAIN = (sys.executable, "-m", "tf_mgpu.main")
 SEPARATOR = "--"
@@ -122,12 +123,18 @@ def worker_command(
 
 
 def worker_environment(
-    spec: dict, rank: int, base: Mapping[str, str] = os.environ, private_network: bool = False
+    spec: dict,
+    rank: int,
+    base: Mapping[str, str] = os.environ,
+    private_network: bool = False,
+    devices: list[str] | None = None,
 ) -> dict[str, str]:
-    """`base` with worker `rank`'s TF_CONFIG. Python's output is unbuffered, so that each
-    line shows when it is written, not when a pipe's buffer fills. A worker in a private
-    network namespace is told so (netns.ENV), to name it when a download fails."""
+    """`base` with worker `rank`'s TF_CONFIG, and its own GPUs `devices` (see
+    tf_mgpu.cluster.gpus). Python's output is unbuffered, so that each line shows when it
+    is written, not when a pipe's buffer fills. A worker in a private network namespace
+    is told so (netns.ENV), to name it when a download fails."""
     env = local.environment(local.tf_config(spec, "worker", rank), base)
+    env.update(gpus.environment(devices, base))
     env["PYTHONUNBUFFERED"] = "1"
     env.pop(netns.ENV, None)
     if private_network:
@@ -295,7 +302,8 @@ class Launcher:
 
     `workers` is the size of the group's next start: at first the most it has
     (`max_workers`), one fewer after each restarted failure down to
-    `min_workers` (None: `workers`; the group never shrinks). `program` is the
+    `min_workers` (None: `workers`; the group never shrinks), and without the GPUs of
+    the worker that failed. `program` is the
     command before main's flags; tests put stand-ins there.
     `private_network` moves this whole process (the thread that calls `run`, where
     others already run) into a network namespace of its own, for good: the command
@@ -324,14 +332,22 @@ class Launcher:
             # First: main's own flags (a flagfile's included) may set another value.
             self.main_args = [f"--{elastic.BATCH_FLAG}={self.workers}", *self.main_args]
         self._network = netns.off("--noprivate_network")
+        self._shares: list[list[str]] | None = None  # each worker's own GPUs (see `gpus`)
 
     def run(self) -> int:
         if self.private_network:  # before any worker or thread starts: they inherit it
             self._network = netns.enter()
             if not self._network.private:  # open ports only where the user accepts them
-                print(f"tf_mgpu: error: {self._network.refusal()}", file=self.err, flush=True)
-                return errors.EXIT_USER_ERROR
+                return self._refuse(self._network.refusal())
         self._say(self._network.line())
+        found = gpus.visible()
+        try:
+            self._shares = gpus.shares(found, self.workers)
+        except errors.UserError as e:
+            return self._refuse(str(e))
+        unused = gpus.unused_line(found, self._shares)
+        if unused:
+            self._say(unused)
         restarts, port_retries = 0, 0
         with _Signals() as signals:
             while True:
@@ -353,7 +369,7 @@ class Launcher:
                 why_not = NOT_RESTARTED.get(failure.code)
                 if why_not is None and restarts < self.max_restarts:
                     restarts += 1
-                    lost = self._shrink()
+                    lost = self._shrink(failure)
                     self._say(
                         f"restart {restarts}/{self.max_restarts} after {cause}{lost}: starting "
                         f"{self.workers} workers on new ports, to resume from the last checkpoint"
@@ -364,16 +380,24 @@ class Launcher:
                 self._say(f"{cause}; not restarted: {why_not}")
                 return failure.code
 
-    def _shrink(self) -> str:
+    def _shrink(self, failure: Exit) -> str:
         """With MIN:MAX, sizes the next start without the worker that failed first (not
-        below MIN); returns what the restart line says about it."""
+        below MIN), and without its GPUs; returns what the restart line says about it."""
         if self.min_workers == self.max_workers:
             return ""
         spec = f"--workers={self.min_workers}:{self.max_workers}"
         if self.workers == self.min_workers:
             return f" ({spec}: at the minimum, the group restarts whole)"
         self.workers = elastic.next_size(self.workers, self.min_workers)
-        return f", taken as lost ({spec})"
+        if self._shares is None:
+            return f", taken as lost ({spec})"
+        lost = self._shares.pop(failure.rank)
+        return f", taken as lost with its GPUs {','.join(lost)} ({spec})"
+
+    def _refuse(self, line: str) -> int:
+        """Starts nothing: one line, exit 3."""
+        print(f"tf_mgpu: error: {line}", file=self.err, flush=True)
+        return errors.EXIT_USER_ERROR
 
     def _run_group(self, signals: _Signals, restart: bool) -> tuple[list[Exit], bool]:
         """Starts every worker, waits for all of them; returns their exits and whether a
@@ -383,14 +407,18 @@ class Launcher:
         group: list[Worker] = []
         try:
             for rank in range(self.workers):
-                env = worker_environment(spec, rank, private_network=self._network.private)
+                devices = None if self._shares is None else self._shares[rank]
+                env = worker_environment(
+                    spec, rank, private_network=self._network.private, devices=devices
+                )
                 group.append(Worker(rank, command, env))
             for worker in group:  # only now: no thread runs while the workers fork
                 worker.copy_output(self.out, self.err, self._lock)
             self._say(
                 "started "
                 + ", ".join(
-                    f"{w.name} (pid {w.process.pid}, {spec['worker'][w.rank]})" for w in group
+                    f"{w.name} (pid {w.process.pid}, {spec['worker'][w.rank]}{self._gpus_of(w)})"
+                    for w in group
                 )
             )
             exits = self._wait(group, signals)
@@ -459,6 +487,9 @@ class Launcher:
             self._say(f"{why}SIGKILL to {_names(running)}")
         for worker in running:
             worker.kill()
+
+    def _gpus_of(self, worker: Worker) -> str:
+        return "" if self._shares is None else f", GPUs {','.join(self._shares[worker.rank])}"
 
     def _say(self, text: str) -> None:
         with self._lock:
