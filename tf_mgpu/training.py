@@ -8,6 +8,7 @@ the task (`tf_mgpu.tasks`) supplies the compiled model and the data.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
@@ -288,7 +289,12 @@ def _train(run: _Run) -> Result | None:
         alive.compiled()
         run.stop.training()
         saving = actions.Checkpointing(
-            trainer, run.checkpoints, config.checkpoint_steps, config.checkpoint_secs
+            trainer,
+            run.checkpoints,
+            config.checkpoint_steps,
+            config.checkpoint_secs,
+            liveness=alive,
+            strategy=run.strategy,
         )
         agreed = agreement.for_strategy(
             run.strategy,
@@ -311,7 +317,7 @@ def _train(run: _Run) -> Result | None:
         # The order is load-bearing: the curve reads the sums the bar then shows; a save
         # precedes the stop check, which saves first when it stops mid-epoch; an epoch's
         # record is written before its save, and the stop check comes after both.
-        controller.Controller(
+        control = controller.Controller(
             trainer,
             config.epochs,
             [
@@ -327,26 +333,31 @@ def _train(run: _Run) -> Result | None:
             ],
             agreed,
             alive,
-        ).run()
-    final = _after_callbacks(run, history, ending)
-    if final:  # the weights changed after the last save: a rerun and evaluate see the new ones
-        with clock.phase("checkpoint"):
-            saving.checkpoints.save(trainer.step())
-    clock.add("train", trainer.call_seconds)
-    clock.add("evaluate", trainer.eval_seconds)
-    clock.add("checkpoint", saving.seconds)
-    return _finish(run, history, saving, final)
+        )
+        control.run()
+        # The end of the run holds collectives too: each under its own word (`liveness`),
+        # an evaluation in agreed calls that a signal stops as any other, one line per fault.
+        final = _after_callbacks(run, history, ending, control.evaluate)
+        if final:  # the weights changed after the last save: a rerun and evaluate see them
+            with clock.phase("checkpoint"):
+                saving.save(again=True)
+        clock.add("train", trainer.call_seconds)
+        clock.add("evaluate", trainer.eval_seconds)
+        clock.add("checkpoint", saving.seconds)
+        return _finish(run, history, saving, final, alive)
 
 
-def _after_callbacks(run: _Run, history: list[dict], ending: finalize.Finalize) -> dict:
+def _after_callbacks(
+    run: _Run, history: list[dict], ending: finalize.Finalize, evaluate: Callable[[], dict]
+) -> dict:
     """What changed the run's end after its last epoch, one line each: the optimizer's final
     weights (`use_ema`'s average), a callback's stop before the last epoch, and weights
-    on_train_end set; the weights evaluated again. Returns those figures."""
+    on_train_end set; the weights evaluated again (by `evaluate`). Returns those figures."""
     done = run.callbacks
     final = done.final if done is not None else {}
     if ending.changed:
         # Evaluated again unless on_train_end set the weights after it (and evaluated).
-        final = final or run.trainer.evaluate()
+        final = final or evaluate()
         said = "" if done is not None and done.final else f"; evaluated again: {_shown(final)}"
         run.chief_print(
             f"tf_mgpu optimizer: {finalize.describe(run.trainer.state.optimizer)} at the "
@@ -374,12 +385,19 @@ def _shown(figures: dict) -> str:
     return "  ".join(f"{k} {v:.4f}" for k, v in figures.items() if "examples" not in k)
 
 
-def _finish(run: _Run, history: list[dict], saving: actions.Checkpointing, final: dict) -> Result:
+def _finish(
+    run: _Run,
+    history: list[dict],
+    saving: actions.Checkpointing,
+    final: dict,
+    alive: liveness.Liveness,
+) -> Result:
     """After the last epoch: the summary, the workers' agreement, the outputs and exports.
 
     `final` holds test and validation figures that replace the last epoch's (the
     weights changed after it)."""
     strategy, node, config, trainer = run.strategy, run.node, run.config, run.trainer
+    alive.ending(trainer.state.weight_bytes())
     facts = summary.summary(strategy, node, config, trainer, history)
     facts.update(final)
     if run.callbacks is not None:

@@ -132,3 +132,27 @@ def test_sigterm_in_a_long_block_saves_within_seconds_and_resumes(tmp_path, unin
         assert done.returncode == 0, done.tail()
     assert f"ckpt-{saved} (step {saved:,}" in resumed["worker:0"].stdout
     assert support.digests(resumed["worker:0"]) == support.digests(uninterrupted["worker:0"])
+
+
+def test_a_save_slower_than_the_peer_timeout_ends_well_on_two_workers(tmp_path):
+    # A gigabyte of state (a frozen table under a small head) saved every 2 steps of calls of
+    # a few milliseconds, with --peer_timeout=1: each save outlasts the calls' grace by far.
+    def args(task: str) -> list[str]:
+        return [
+            "--strategy=multi_worker_mirrored",
+            f"--task={support.ROOT / 'tests' / 'keras_files' / 'frozen_table.py'}",
+            f"--model_dir={tmp_path / task.replace(':', '_')}",
+            "--epochs=1",
+            "--batch_size=64",
+            "--steps_per_loop=1",
+            "--checkpoint_steps=2",
+            "--peer_timeout=1",
+            "--startup_timeout=300",
+        ]
+
+    finished = support.run_cluster(
+        support.cluster_spec(workers=2), args, tmp_path / "logs", timeout=900
+    )
+    for done in finished.values():
+        assert done.returncode == 0, done.tail()
+    assert support.checkpoint_steps(tmp_path / "worker_0") == [2, 4, 6]

@@ -19,10 +19,12 @@ The trainer reports its progress as words on a pipe (`notify`): 'joining'
 before it waits for peers, 'joined' after (then it loads, builds and resumes,
 within --startup_timeout), 'compiling' while it compiles and 'finishing' once no
 collective is left (local work: no deadline), 'warming' before what was not
-measured yet (--startup_timeout again), and 'alive G' before every other call,
+measured yet (--startup_timeout again), 'alive G' before every other call,
 where G is the seconds beyond --peer_timeout that the call may take, from what
-it measured (`tf_mgpu.engine.faults.liveness`). It dies with its parent (PR_SET_PDEATHSIG), so
-no trainer is ever left behind.
+it measured (`tf_mgpu.engine.faults.liveness`), and 'saving G' / 'ending G'
+before a checkpoint save and the end of the run's collectives, bounded alike
+('saving' alone: the first save, not measured yet, has --startup_timeout). It dies
+with its parent (PR_SET_PDEATHSIG), so no trainer is ever left behind.
 """
 
 import contextlib
@@ -127,9 +129,10 @@ def supervise(
                         f"if starting takes longer"
                     )
                 else:
+                    doing = "its calls" if phase == "training" else f"{phase}"
                     failure = errors.PeerLost(
                         f"{task} made no progress for {limit:g} s (--peer_timeout "
-                        f"{peer_timeout:g} s + {limit - peer_timeout:g} s for its calls): a "
+                        f"{peer_timeout:g} s + {limit - peer_timeout:g} s for {doing}): a "
                         f"peer froze or the network failed; rerun the same command on every "
                         f"worker to resume from the last checkpoint"
                     )
@@ -152,11 +155,14 @@ def _deadline(event: str, startup_timeout: float, peer_timeout: float):
         return "preparing", startup_timeout
     if word in ("compiling", "finishing"):  # local work: no peer can hold it up
         return word, None
+    phase = {"saving": "saving", "ending": "ending the run"}.get(word, "training")
+    if phase == "saving" and not grace:  # the first save: not measured yet
+        return "preparing", startup_timeout
     try:
         extra = max(float(grace), 0.0) if grace else 0.0
     except ValueError:
         extra = 0.0
-    return "training", peer_timeout + extra
+    return phase, peer_timeout + extra
 
 
 def _end(child: subprocess.Popen) -> None:

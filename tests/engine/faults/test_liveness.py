@@ -42,6 +42,27 @@ def test_grace_follows_the_expected_call_when_it_is_the_longest():
     assert said[-1] == "alive 80.000"
 
 
+def test_a_save_is_bounded_by_the_saves_measured_not_by_the_call_before_it():
+    said, clock = [], Clock()
+    alive = liveness.Liveness(said.append, clock)
+    alive.compiled()
+    alive.alive(None)
+    clock.now = 1.0
+    alive.alive(0.1)  # calls of 0.1 s: a save of 30 s would outlast their grace
+    clock.now = 1.1
+    alive.saving(200_000_000)
+    assert said[-1] == "saving", "the first save is not measured: --startup_timeout"
+    clock.now = 31.1
+    alive.saved(30.0)
+    clock.now = 31.2
+    alive.alive(0.1)
+    assert said[-1] == "alive 0.200", "a save is no gap between calls"
+    alive.saving(200_000_000)
+    assert said[-1] == "saving 64.000", "twice the longest save, and 2 s per 100 MB"
+    alive.ending(100_000_000)
+    assert said[-1] == "ending 1.200", "twice the longest gap (0.1 s), and 1 s per 100 MB"
+
+
 @pytest.mark.parametrize(
     ("event", "phase", "limit"),
     [
@@ -53,6 +74,9 @@ def test_grace_follows_the_expected_call_when_it_is_the_longest():
         ("alive", "training", 60.0),
         ("alive 12.5", "training", 72.5),
         ("alive nonsense", "training", 60.0),
+        ("saving", "preparing", 300.0),
+        ("saving 7", "saving", 67.0),
+        ("ending 3.5", "ending the run", 63.5),
     ],
 )
 def test_the_supervisor_deadline_after_each_word(event, phase, limit):

@@ -12,6 +12,7 @@ from tf_mgpu.engine.control.controller import Action, Moment
 from tf_mgpu.engine.distribute import collectives
 from tf_mgpu.engine.distribute.agreement import Agreement
 from tf_mgpu.engine.faults import stopping
+from tf_mgpu.engine.faults.liveness import Liveness
 from tf_mgpu.engine.state import checkpoint
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import Diverged, Stopped
@@ -32,8 +33,12 @@ class Checkpointing(Action):
         every: int,
         every_seconds: float = 0.0,
         clock=time.monotonic,
+        *,
+        liveness: Liveness | None = None,
+        strategy=None,
     ):
         self._trainer, self.checkpoints, self._every = trainer, checkpoints, every
+        self._liveness, self._strategy = liveness, strategy
         self._every_seconds, self._clock = every_seconds, clock
         self._last_saved = trainer.step()  # where the cadence counts from
         self._last_saved_at = clock()
@@ -55,10 +60,15 @@ class Checkpointing(Action):
     def after_epoch(self, record: dict) -> None:
         self.save()
 
-    def save(self) -> None:
-        """Saves the current step, once: a stop right after a periodic save saves nothing new."""
+    def save(self, again: bool = False) -> None:
+        """Saves the current step, once: a stop right after a periodic save saves nothing new
+        (`again`: the weights changed since, at the same step).
+
+        Under its own deadline (`Liveness.saving`); every worker leaves it once the chief's
+        write has ended, so a slow write is no frozen peer to a worker that wrote faster.
+        """
         trainer = self._trainer
-        if trainer.step() == self._saved_step:
+        if trainer.step() == self._saved_step and not again:
             return
         started = time.perf_counter()
         if not trainer.weights_finite():
@@ -67,10 +77,17 @@ class Checkpointing(Action):
                 f"the weights are not finite after step {trainer.step():,} (epoch {epoch + 1}); "
                 f"lower --learning_rate"
             )
+        if self._liveness is not None:
+            self._liveness.saving(trainer.state.checkpointed_bytes())
         self.checkpoints.save(trainer.step())
+        if self._strategy is not None:
+            collectives.barrier(self._strategy)
         self._last_saved = self._saved_step = trainer.step()
         self._last_saved_at = self._clock()
-        self.seconds += time.perf_counter() - started
+        took = time.perf_counter() - started
+        self.seconds += took
+        if self._liveness is not None:
+            self._liveness.saved(took)
 
 
 class StopOnSignal(Action):

@@ -121,6 +121,11 @@ class Controller:
         for action in self._actions:
             action.finish_training()
 
+    def evaluate(self) -> dict:
+        """The test (and validation) figures of the weights as they are now, in calls the
+        workers agree on, as an epoch's evaluation runs (a signal saves and stops)."""
+        return self._trainer.evaluate(self._before_evaluation_call, self._after_evaluation)
+
     def _stop_requested(self) -> bool:
         return any(action.stop_requested() for action in self._actions)
 
