@@ -161,6 +161,8 @@ def replica_train_step(state: TrainState, x, y, w=None, accumulation_steps: int 
         reduced = _global_on_first_replica([g for g, _ in pairs])
     else:  # the optimizer all-reduces: its sparse slices cut as one device cuts them
         reduced = sparse_gradients.as_one_device([g for g, _ in pairs])
+        if _scales_loss(state.optimizer):
+            reduced = _not_finite_everywhere_if_anywhere(reduced)
     pairs = list(zip(reduced, [v for _, v in pairs], strict=True))
     state.optimizer.apply_gradients(pairs)
     replica_state.agree(state.per_replica)
@@ -192,24 +194,56 @@ def replica_own_step(state: TrainState, x, y, w=None) -> tf.Tensor:
 def _reduces_first(optimizer) -> bool:
     """Whether the optimizer must see the global batch's gradient, not this replica's share.
 
-    Keras's optimizer clips each replica's share before it sums them, and a
-    LossScaleOptimizer decides to skip a step from the first local replica's
-    share: neither is what one device does (nor, for the skip, agreed between
-    workers). Given the global gradient, both act as on one device.
+    Keras's optimizer clips each replica's share before it sums them, which is not
+    what one device does; given the global gradient, it clips as on one device. That
+    costs a second all-reduce of the gradient (the optimizer's own, of `g + 0 + ... + 0`):
+    Keras's optimizer all-reduces inside `apply` whenever a replica context exists, and
+    refuses to apply from a cross-replica one, so only an optimizer of our own could
+    clip the one reduced gradient.
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return False
     inner = getattr(optimizer, "inner_optimizer", optimizer)
-    clips = inner.clipnorm or inner.global_clipnorm or inner.clipvalue
-    return bool(clips) or inner is not optimizer
+    return bool(inner.clipnorm or inner.global_clipnorm or inner.clipvalue)
+
+
+def _scales_loss(optimizer) -> bool:
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return False
+    return isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+
+
+def _not_finite_everywhere_if_anywhere(grads: list) -> list:
+    """Every replica's gradient made NaN if any replica's, on any worker, is not finite.
+
+    A LossScaleOptimizer decides to skip a step from the first local replica's share,
+    before its inner optimizer all-reduces: one worker would skip a step another applies.
+    One all-reduce of a flag (not of the gradient) makes that share speak for all, and
+    the gradient is reduced once, by the optimizer; a finite one is multiplied by 1, as
+    it was. Sparse gradients stay sparse.
+    """
+    context = tf.distribute.get_replica_context()
+    values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads]
+    finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values])
+    bad = context.all_reduce(tf.distribute.ReduceOp.SUM, 1.0 - tf.cast(finite, tf.float32))
+    factor = tf.where(bad > 0, float("nan"), 1.0)
+
+    def poisoned(g):
+        if isinstance(g, tf.IndexedSlices):
+            return tf.IndexedSlices(g.values * tf.cast(factor, g.dtype), g.indices, g.dense_shape)
+        return g * tf.cast(factor, g.dtype)
+
+    return [poisoned(g) for g in grads]
 
 
 def _global_on_first_replica(grads: list) -> list:
     """The global gradient on replica 0 and `g * 0` on the others, so that the optimizer,
     which sums what every replica hands it, applies exactly the global gradient
     (`g + 0 + ... + 0 == g`), clips and checks it where replica 0 holds all of it, and
-    every replica sees a non-finite gradient as non-finite (`inf * 0` is NaN)."""
+    every replica sees a non-finite gradient as non-finite (`inf * 0` is NaN). Sparse
+    gradients are made dense, as Keras's clipping makes them on one device."""
     context = tf.distribute.get_replica_context()
     dense = [tf.convert_to_tensor(g) for g in grads]  # IndexedSlices of an embedding too
     total = context.all_reduce(tf.distribute.ReduceOp.SUM, dense)
