@@ -42,6 +42,17 @@ def test_grace_follows_the_expected_call_when_it_is_the_longest():
     assert said[-1] == "alive 80.000"
 
 
+def test_a_first_call_that_compiles_each_replicas_step_has_no_deadline():
+    said, clock = [], Clock()
+    alive = liveness.Liveness(said.append, clock)
+    alive.compiled()
+    alive.before_call(None, compiles=False)
+    alive.before_call(None, compiles=True)  # XLA per replica: the compile is in the call
+    clock.now = 600.0  # ten minutes of compiling
+    alive.before_call(2.0, compiles=True)
+    assert said == ["warming", "warming", "compiling", "alive 4.000"]
+
+
 def test_a_save_is_bounded_by_the_saves_measured_not_by_the_call_before_it():
     said, clock = [], Clock()
     alive = liveness.Liveness(said.append, clock)

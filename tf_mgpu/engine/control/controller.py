@@ -130,10 +130,16 @@ class Controller:
         return any(action.stop_requested() for action in self._actions)
 
     def _before_call(self, steps: int) -> None:
-        self._liveness.alive(self._trainer.expected_seconds(steps))
+        expected = self._trainer.expected_seconds(steps)
+        self._liveness.before_call(expected, self._compiles_in_calls())
 
     def _before_evaluation_call(self, steps: int) -> None:
-        self._liveness.alive(self._trainer.expected_seconds(steps, evaluating=True))
+        expected = self._trainer.expected_seconds(steps, evaluating=True)
+        self._liveness.before_call(expected, self._compiles_in_calls())
+
+    def _compiles_in_calls(self) -> bool:
+        """XLA compiles each replica's step at its first run, inside the first call."""
+        return self._trainer.jit.scope == "replica"
 
     def _follow(self) -> None:
         trainer, decided = self._trainer, self._agreement.agree()

@@ -10,6 +10,8 @@ what it measured:
 
 - `compiling`: the calls are traced and compiled now. That is local work (no
   collective runs), so no deadline holds, however long it takes.
+- `compiling` before the first training and evaluation calls too where XLA compiles
+  each replica's step (on GPUs): that compile runs inside the first call, not before.
 - `warming` before what has not been measured yet (the first training call,
   the first evaluation call, the first epoch's end): the supervisor waits up to
   --startup_timeout, as for the rest of the start.
@@ -68,6 +70,14 @@ class Liveness:
     def grace(self, expected: float) -> float:
         """The seconds beyond --peer_timeout that a call expected to take `expected` may."""
         return 2 * max(expected, self.longest_gap)
+
+    def before_call(self, expected: float | None, compiles: bool) -> None:
+        """Before a call expected to take `expected` seconds (None: not measured yet), whose
+        first run compiles its step (`compiles`: XLA per replica) or not."""
+        if expected is None and compiles:
+            self.compiling()
+        else:
+            self.alive(expected)
 
     def saving(self, state_bytes: int) -> None:
         """Before a checkpoint save of `state_bytes` (see the module's docstring)."""
