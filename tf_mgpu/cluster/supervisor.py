@@ -121,12 +121,16 @@ def supervise(
                     failure = errors.PeersUnreachable(
                         _never_started(task, addresses, startup_timeout)
                     )
-                elif phase == "preparing":
+                elif phase in ("preparing", "first save"):
+                    doing = (
+                        "saving its first checkpoint"
+                        if phase == "first save"
+                        else "starting (loading, building, a first call)"
+                    )
                     failure = errors.PeerLost(
                         f"{task} made no progress for {limit:g} s (--startup_timeout) while "
-                        f"starting (loading, building, a first call): a peer froze or failed; "
-                        f"rerun the same command on every worker, or raise --startup_timeout "
-                        f"if starting takes longer"
+                        f"{doing}: a peer froze or failed; rerun the same command on every "
+                        f"worker, or raise --startup_timeout if that takes longer"
                     )
                 else:
                     doing = "its calls" if phase == "training" else f"{phase}"
@@ -157,7 +161,7 @@ def _deadline(event: str, startup_timeout: float, peer_timeout: float):
         return word, None
     phase = {"saving": "saving", "ending": "ending the run"}.get(word, "training")
     if phase == "saving" and not grace:  # the first save: not measured yet
-        return "preparing", startup_timeout
+        return "first save", startup_timeout
     try:
         extra = max(float(grace), 0.0) if grace else 0.0
     except ValueError:

@@ -85,7 +85,7 @@ def test_a_save_is_bounded_by_the_saves_measured_not_by_the_call_before_it():
         ("alive", "training", 60.0),
         ("alive 12.5", "training", 72.5),
         ("alive nonsense", "training", 60.0),
-        ("saving", "preparing", 300.0),
+        ("saving", "first save", 300.0),
         ("saving 7", "saving", 67.0),
         ("ending 3.5", "ending the run", 63.5),
     ],
