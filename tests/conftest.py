@@ -153,3 +153,33 @@ def reference_run(tmp_path_factory):
         return runs[key]
 
     return run
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A finished `python -m tf_mgpu.main` run: its --model_dir, its summary and its task."""
+
+    model_dir: pathlib.Path
+    summary: dict
+    task: pathlib.Path | None = None
+
+
+def _run_main(args: list[str], root: pathlib.Path) -> Run:
+    model_dir = root / "run"
+    done = run_main([*args, f"--model_dir={model_dir}"], root / "logs", 240)
+    assert done.returncode == 0, done.tail()
+    assert (model_dir / "flags.txt").is_file(), sorted(p.name for p in model_dir.iterdir())
+    return Run(model_dir, json.loads((model_dir / "summary.json").read_text()))
+
+
+@pytest.fixture(scope="session")
+def task_file_run(tmp_path_factory) -> Run:
+    """A run of a task file (a copy of tests/keras_files/function_loss.py) whose loss is a
+    plain function Keras finds only in that file, for the tests of predict."""
+    root = tmp_path_factory.mktemp("task_file_run")
+    task = root / "my_task.py"
+    task.write_text(
+        (pathlib.Path(__file__).parent / "keras_files" / "function_loss.py").read_text()
+    )
+    run = _run_main([f"--task={task}", "--strategy=one_device", "--epochs=2"], root)
+    return dataclasses.replace(run, task=task)

@@ -4,6 +4,7 @@ arrays of inputs for a user task's model, with one output or several."""
 import re
 import sys
 
+import keras
 import numpy as np
 import pytest
 from PIL import Image
@@ -152,3 +153,18 @@ def test_mixed_or_unreadable_inputs_are_one_line_before_the_model_loads(tmp_path
     broken.write_text("not an array")
     finished = run_predict(["--model=/no/such/model", str(broken)], tmp_path / "logs2")
     support.assert_one_line_exit(finished, 3, f"cannot read {broken} as a NumPy array file")
+
+
+def test_arrays_for_a_model_whose_loss_is_a_function_of_its_task_file(task_file_run, tmp_path):
+    # Keras reads the model only with the task file's function, which --task names.
+    inputs = tmp_path / "rows.npy"
+    x = np.random.default_rng(5).normal(size=(40, 8)).astype("float32")
+    np.save(inputs, x)
+    task = f"--task={task_file_run.task}"
+    finished = run_predict([f"--model={task_file_run.model_dir}", task, str(inputs)], tmp_path)
+    assert finished.returncode == 0, finished.tail()
+    (line,) = finished.stdout.strip().splitlines()
+    assert line == f"{inputs}: 40 examples -> {tmp_path}/rows.predictions.npy (40, 1) float32"
+    model = keras.saving.load_model(task_file_run.model_dir / "model.keras", compile=False)
+    want = model.predict(x, verbose=0)
+    np.testing.assert_allclose(np.load(tmp_path / "rows.predictions.npy"), want, atol=1e-6)

@@ -62,9 +62,12 @@ def predict_arrays(paths: list[str]) -> list[str]:
     from tf_mgpu.outputs import export
     from tf_mgpu.tasks import adapter
 
+    own = None
     if _TASK.value:
-        adapter.load(_TASK.value)
-    model = export.load(export.locate(_MODEL.value))
+        # The task's own losses, metrics and functions, found on a model it builds (what the
+        # export found them on): importing the file does not register a plain function.
+        own = export.own_objects(adapter.load(_TASK.value).build_model())
+    model = export.load(export.locate(_MODEL.value), own)
     lines = []
     for path, x in zip(paths, inputs, strict=True):
         x = _for_model(model, x, path)
