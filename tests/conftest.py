@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import pathlib
+import shutil
 import sys
 
 import keras
@@ -153,3 +154,65 @@ def reference_run(tmp_path_factory):
         return runs[key]
 
     return run
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A finished `python -m tf_mgpu.main` run: its --model_dir, its summary and its task."""
+
+    model_dir: pathlib.Path
+    summary: dict
+    task: pathlib.Path | None = None
+
+
+def _run_main(args: list[str], root: pathlib.Path) -> Run:
+    model_dir = root / "run"
+    done = run_main([*args, f"--model_dir={model_dir}"], root / "logs", 240)
+    assert done.returncode == 0, done.tail()
+    assert (model_dir / "flags.txt").is_file(), sorted(p.name for p in model_dir.iterdir())
+    return Run(model_dir, json.loads((model_dir / "summary.json").read_text()))
+
+
+@pytest.fixture(scope="session")
+def mnist_run(mnist_data_dir, tmp_path_factory) -> Run:
+    """README's kind of run, small: the built-in MNIST task on a slice of each split, its data
+    named by --data_dir and --manual_dir; evaluate reads its flags.txt."""
+    args = [
+        "--strategy=one_device",
+        "--epochs=1",
+        "--batch_size=64",
+        "--learning_rate=0.1",
+        "--train_split=train[:2048]",
+        "--test_split=test[:300]",
+        f"--data_dir={mnist_data_dir}",
+        f"--manual_dir={mnist_manual_dir()}",
+    ]
+    return _run_main(args, tmp_path_factory.mktemp("mnist_run"))
+
+
+@pytest.fixture(scope="session")
+def task_file_run(tmp_path_factory) -> Run:
+    """A run of a task file (a copy of tests/keras_files/function_loss.py) whose loss is a
+    plain function Keras finds only in that file; evaluate and predict read its flags.txt."""
+    root = tmp_path_factory.mktemp("task_file_run")
+    task = root / "my_task.py"
+    task.write_text(
+        (pathlib.Path(__file__).parent / "keras_files" / "function_loss.py").read_text()
+    )
+    run = _run_main([f"--task={task}", "--strategy=one_device", "--epochs=2"], root)
+    return dataclasses.replace(run, task=task)
+
+
+@pytest.fixture
+def run_of_a_gone_task(task_file_run, tmp_path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A copy of `task_file_run`'s model dir whose flags.txt names a task file since moved
+    away; returns the copy and the path its flags.txt names."""
+    copy, gone = tmp_path / "run_copy", tmp_path / "moved_away" / "my_task.py"
+    copy.mkdir()
+    shutil.copy(task_file_run.model_dir / "model.keras", copy)
+    recorded = (task_file_run.model_dir / "flags.txt").read_text()
+    assert f"--task={task_file_run.task}\n" in recorded, recorded
+    (copy / "flags.txt").write_text(
+        recorded.replace(f"--task={task_file_run.task}", f"--task={gone}")
+    )
+    return copy, gone

@@ -4,6 +4,7 @@ arrays of inputs for a user task's model, with one output or several."""
 import re
 import sys
 
+import keras
 import numpy as np
 import pytest
 from PIL import Image
@@ -152,3 +153,33 @@ def test_mixed_or_unreadable_inputs_are_one_line_before_the_model_loads(tmp_path
     broken.write_text("not an array")
     finished = run_predict(["--model=/no/such/model", str(broken)], tmp_path / "logs2")
     support.assert_one_line_exit(finished, 3, f"cannot read {broken} as a NumPy array file")
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["task_from_flags_txt", "task_given"])
+def test_arrays_for_a_model_whose_loss_is_a_function_of_its_task_file(
+    task_file_run, tmp_path, given
+):
+    # Keras reads the model only with the task file's function, which --task names, or else
+    # the run's flags.txt.
+    inputs = tmp_path / "rows.npy"
+    x = np.random.default_rng(5).normal(size=(40, 8)).astype("float32")
+    np.save(inputs, x)
+    task = [f"--task={task_file_run.task}"] if given else []
+    finished = run_predict([f"--model={task_file_run.model_dir}", *task, str(inputs)], tmp_path)
+    assert finished.returncode == 0, finished.tail()
+    (line,) = finished.stdout.strip().splitlines()
+    assert line == f"{inputs}: 40 examples -> {tmp_path}/rows.predictions.npy (40, 1) float32"
+    model = keras.saving.load_model(task_file_run.model_dir / "model.keras", compile=False)
+    want = model.predict(x, verbose=0)
+    np.testing.assert_allclose(np.load(tmp_path / "rows.predictions.npy"), want, atol=1e-6)
+
+
+def test_a_task_file_gone_since_the_run_is_one_line_naming_it_and_exit_3(
+    run_of_a_gone_task, tmp_path
+):
+    model_dir, gone = run_of_a_gone_task
+    inputs = tmp_path / "rows.npy"
+    np.save(inputs, np.zeros((3, 8), np.float32))
+    finished = run_predict([f"--model={model_dir}", str(inputs)], tmp_path)
+    line = support.assert_one_line_exit(finished, 3, f"--task={gone}")
+    assert f"{model_dir}/flags.txt" in line, line

@@ -28,6 +28,7 @@ _PHASES = re.compile(r"[a-z]+ N(?: \+ [a-z]+ N)*")
 def shape(line: str) -> str:
     line = re.sub(r"\b[0-9a-f]{64}\b", "H", line)
     line = re.sub(r"model=\S+", "model=PATH", line)
+    line = re.sub(r"(?<=examples )(\S+) of .+?(?=  model=)", r"\1 of SPLIT", line)  # evaluate's
     line = _NUMBER.sub("N", line)
     line = _PHASES.sub("P", line) if line.startswith("tf_mgpu time:") else line
     line = _PAIR.sub("M", line)
@@ -83,7 +84,7 @@ def code_lines() -> dict[str, set[str]]:
         "tf_mgpu evaluate:": {
             shape(
                 f"tf_mgpu evaluate: {report.values(record, 'test', loss_first=True)}"
-                "  examples 10,000  model=/tmp/m  replicas=2"
+                "  examples 2,000 of test[:2000] (from /tmp/m/flags.txt)  model=/tmp/m  replicas=2"
             )
         },
     }

@@ -4,28 +4,37 @@
   python -m tf_mgpu.evaluate --model=/tmp/tf_mgpu/saved_model --num_cpu_devices=2
 
 --model takes a run's --model_dir (its model.keras is read), a .keras file
-or a SavedModel folder, as `python -m tf_mgpu.main` exports them. The test
-split is spread over the replicas of --strategy, every example counted once,
-and one line is printed:
+or a SavedModel folder, as `python -m tf_mgpu.main` exports them. The run's
+flags.txt, in that folder or beside the file, gives --task, --data_dir,
+--manual_dir and --test_split where the command line does not: the model is
+scored on the data and split its run tested it on. The test split is spread
+over the replicas of --strategy, every example counted once, and one line is
+printed, saying which split it scored (and the flags.txt that named it):
 
-  tf_mgpu evaluate: test_loss 0.1234  test_acc 0.9650  examples 10,000  model=PATH  replicas=2
+  tf_mgpu evaluate: test_loss 0.1234  test_acc 0.9650  examples 2,000 of test[:2000]
+      (from /tmp/tf_mgpu/flags.txt)  model=PATH  replicas=2     # one line
 
-The loss is the mean cross-entropy of the predicted probabilities. Errors are
-one line and the exit codes of tf_mgpu.main (see tf_mgpu/errors.py).
+A task whose load_data() takes no config loads its own test split: "of
+load_data()'s test split". The loss is the mean cross-entropy of the predicted
+probabilities. Errors are one line and the exit codes of tf_mgpu.main (see
+tf_mgpu/errors.py).
 """
 
-# The only module that reads these flags; tf_mgpu.outputs.export does the work.
+# The only module that defines these flags; tf_mgpu.outputs.flagfile sets those the run's
+# flags.txt gives, and tf_mgpu.outputs.export does the work.
 
 from absl import app, flags
 
 from tf_mgpu import cli, tasks
 from tf_mgpu.config import STRATEGIES, Config
+from tf_mgpu.outputs import flagfile
 
+_RUNS = "default: the run's, from flags.txt in the --model_dir (or beside --model), else"
 _TASK = flags.DEFINE_string(
     "task",
     tasks.DEFAULT,
     "The task the model was trained on, as main's --task: its load_data() gives the test "
-    "split, and its compiled loss and metrics are measured.",
+    f"split, and its compiled loss and metrics are measured; {_RUNS} {tasks.DEFAULT}.",
 )
 _MODEL = flags.DEFINE_string(
     "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
@@ -53,21 +62,24 @@ _NUM_CPU_DEVICES = flags.DEFINE_integer(
     lower_bound=1,
 )
 _DATA_DIR = flags.DEFINE_string(
-    "data_dir", None, "Where TFDS keeps prepared datasets; default: TFDS's own."
+    "data_dir", None, f"Where TFDS keeps prepared datasets; {_RUNS} TFDS's own."
 )
 _MANUAL_DIR = flags.DEFINE_string(
     "manual_dir",
     None,
     "Folder holding the four original MNIST .gz files: TFDS prepares the data from them "
-    "into --data_dir, once, with no network.",
+    f"into --data_dir, once, with no network; {_RUNS} none.",
 )
 _TEST_SPLIT = flags.DEFINE_string(
-    "test_split", "test", "TFDS split to evaluate on, e.g. 'test[:1000]'; every example counts."
+    "test_split",
+    "test",
+    f"TFDS split to evaluate on, e.g. 'test[:1000]'; every example counts; {_RUNS} test.",
 )
 
 
 def evaluate() -> str:
     """Evaluates --model as the flags say; returns the line to print, or '' off the chief."""
+    taken = flagfile.take(_MODEL.value)  # the run's task and data, where not given
     tasks.check(_TASK.value)
     # TensorFlow loads here, after flags parse: --help and flag errors do not wait for it.
     from tf_mgpu.cluster import startup_checks, tf_config
@@ -98,9 +110,16 @@ def evaluate() -> str:
         return ""
     return (
         f"tf_mgpu evaluate: {report.values(result, 'test', loss_first=True)}"
-        f"  examples {result['test_examples']:,}"
+        f"  examples {result['test_examples']:,} of {_scored(work, taken)}"
         f"  model={model}  replicas={strategy.num_replicas_in_sync}"
     )
+
+
+def _scored(work, taken: flagfile.Taken) -> str:
+    """Which test split was scored, and where its name came from."""
+    if not work.reads_config:
+        return "load_data()'s test split"
+    return _TEST_SPLIT.value + (f" (from {taken.path})" if "test_split" in taken.names else "")
 
 
 def _locate(work) -> str:

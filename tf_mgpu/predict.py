@@ -18,8 +18,10 @@ keyed by the output's name, as Keras names it (`np.load(path)["price"]`):
 
 --task imports
 the task file first, so functions it defines (a custom metric, say) are
-found when the model loads. Arrays are read and checked before TensorFlow
-loads; a file that cannot be read is one line and exit code 3.
+found when the model loads; by default, the task of the run that made
+--model, from its flags.txt (in the --model_dir, or beside --model). Arrays
+are read and checked before TensorFlow loads; a file that cannot be read is
+one line and exit code 3.
 
 Images:
 --model takes a run's --model_dir (its model.keras is read), a .keras file
@@ -34,7 +36,8 @@ pixels in the middle of 28x28. An image that cannot be read is one line
 and exit code 3, before the model loads.
 """
 
-# The only module that reads these flags; tf_mgpu.images and tf_mgpu.outputs.export do the work.
+# The only module that defines these flags; tf_mgpu.outputs.flagfile sets --task from the run's
+# flags.txt, tf_mgpu.images and tf_mgpu.outputs.export do the work.
 
 import os
 import sys
@@ -43,13 +46,17 @@ import numpy as np
 from absl import app, flags
 
 from tf_mgpu import cli, errors
+from tf_mgpu.outputs import flagfile
 from tf_mgpu.tasks.mnist import images
 
 _MODEL = flags.DEFINE_string(
     "model", None, "A run's --model_dir, its model.keras, or its saved_model/ folder."
 )
 _TASK = flags.DEFINE_string(
-    "task", None, "For arrays: the task the model was trained on, imported before it loads."
+    "task",
+    None,
+    "For arrays: the task the model was trained on, imported before it loads; default: the "
+    "run's, from flags.txt in the --model_dir (or beside --model).",
 )
 ARRAYS = (".npy", ".npz")
 
@@ -57,14 +64,18 @@ ARRAYS = (".npy", ".npz")
 def predict_arrays(paths: list[str]) -> list[str]:
     """One line per file: the predictions' shape (each output's, for several) and where
     they were saved."""
+    flagfile.take(_MODEL.value)  # the run's --task, where not given
     inputs = [_read_array(path) for path in paths]
     # TensorFlow loads here, once every file has been read.
     from tf_mgpu.outputs import export
     from tf_mgpu.tasks import adapter
 
+    own = None
     if _TASK.value:
-        adapter.load(_TASK.value)
-    model = export.load(export.locate(_MODEL.value))
+        # The task's own losses, metrics and functions, found on a model it builds (what the
+        # export found them on): importing the file does not register a plain function.
+        own = export.own_objects(adapter.load(_TASK.value).build_model())
+    model = export.load(export.locate(_MODEL.value), own)
     lines = []
     for path, x in zip(paths, inputs, strict=True):
         x = _for_model(model, x, path)

@@ -17,11 +17,11 @@ from tf_mgpu.config import Config
 from tf_mgpu.engine.distribute import strategies
 from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.state import checkpoint
-from tf_mgpu.outputs import export, tensorboard
+from tf_mgpu.outputs import export, flagfile, tensorboard
 
 SUMMARY = "summary.json"
 METRICS = "metrics.jsonl"
-FLAGS = "flags.txt"
+FLAGS = flagfile.NAME
 WEIGHTS = "model.weights.h5"
 
 
