@@ -5,7 +5,7 @@ import dataclasses
 from tf_mgpu import compile_cache, tasks
 from tf_mgpu.cluster import elastic, startup_checks, tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.errors import UserError
+from tf_mgpu.errors import SettingError, UserError
 from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 
 
@@ -45,4 +45,7 @@ def _config(task, settings: dict) -> Config:
             f"main's flags: {', '.join(sorted(fields))}"
         )
     name = task if isinstance(task, str) else getattr(task, "__name__", type(task).__name__)
-    return Config(task=name, **{"model_dir": None, **settings})
+    try:
+        return Config(task=name, **{"model_dir": None, **settings})
+    except SettingError as e:  # the same check as main's flags, named as an argument here
+        raise SettingError(f"tf_mgpu.train: {e}") from None
