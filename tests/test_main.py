@@ -63,6 +63,7 @@ def test_helpfull_explains_every_flag():
         (["--validation_split=0.95"], "--validation_split=0.95: must be a finite number from 0"),
         (["--steps_per_loop=fast"], "--steps_per_loop=fast: must be auto or a positive integer"),
         (["--batch_size=0", "--epochs=0"], "--batch_size=0: must be an integer of at least 1; "),
+        (["--flagfile=/nonexistent/run.cfg"], "--flagfile=/nonexistent/run.cfg: cannot open it"),
         (["--checkpoint_steps=0"], "checkpoint_steps"),
         (["--strategy=horovod"], "<mirrored|multi_worker_mirrored|one_device|default>"),
         (["--num_cpu_devices=0"], "num_cpu_devices"),
@@ -85,6 +86,7 @@ def test_helpfull_explains_every_flag():
         "validation_range",
         "steps_per_loop",
         "two_flags",
+        "flagfile",
         "checkpoint_steps",
         "strategy",
         "cpu_devices",
@@ -98,6 +100,7 @@ def test_bad_flags_fail_fast_naming_the_flag(args, named):
     assert named in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "ERROR::" not in done.stderr, done.stderr
 
 
 def test_flags_are_checked_by_the_configs_own_check():

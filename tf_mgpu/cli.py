@@ -8,6 +8,7 @@ its own flags; this module defines none, so importing it clashes with none.
 import dataclasses
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -27,7 +28,14 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 def flag_error(error: flags.Error) -> str:
-    """absl's message as one line: each bad flag's."""
+    """absl's message as one line: each bad flag's, and a flagfile that cannot be opened
+    named as such (absl says 'ERROR:: Unable to open flagfile: [Errno 2] ...')."""
+    if isinstance(error, flags.CantOpenFlagFileError):
+        found = re.search(r"\[Errno \d+\] (.+): '(.*)'$", str(error))
+        if found:
+            reason, path = found.groups()
+            return f"--flagfile={path}: cannot open it ({reason}); check the path"
+        return f"--flagfile: {str(error).removeprefix('ERROR:: ')}"
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
