@@ -4,6 +4,7 @@ import dataclasses
 import json
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -296,6 +297,44 @@ def test_user_errors_that_need_no_tensorflow_come_before_it_loads(args, tf_confi
     assert "tf_mgpu.cluster.startup_checks" in imported, (
         "the import trace is not what this test expects"
     )
+
+
+IMPORT_TRACED_MAIN = (sys.executable, "-X", "importtime", "-m", "tf_mgpu.main")
+
+
+def test_a_taken_port_is_one_line_naming_it_and_how_to_find_its_holder(tmp_path, mnist_data_dir):
+    # Another program listens on this worker's TF_CONFIG port (on loopback only: TensorFlow's
+    # server binds every interface, so it fails all the same). Before: TensorFlow loaded,
+    # then "Could not start gRPC server" in a 36-line traceback, exit 1.
+    files = earlier_run(tmp_path / "model")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        spec = {"worker": [f"localhost:{port}", f"localhost:{local.free_ports(1)[0]}"]}
+        started = support.time.monotonic()
+        done = subprocess.run(
+            [
+                *IMPORT_TRACED_MAIN,
+                f"--model_dir={tmp_path / 'model'}",
+                f"--data_dir={mnist_data_dir}",
+            ],
+            cwd=support.ROOT,
+            env=support.environment(local.tf_config(spec, "worker", 0)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        seconds = support.time.monotonic() - started
+    finished = local.Finished("worker:0", done.returncode, done.stdout, done.stderr, seconds)
+    line = support.assert_one_line_exit(finished, errors.EXIT_USER_ERROR, f"localhost:{port}")
+    assert f"another process listens on port {port} (Address already in use)" in line, line
+    assert f"`ss -ltnp 'sport = :{port}'`" in line, line
+    imported = [entry.split("|")[-1].strip() for entry in done.stderr.splitlines()]
+    assert "tensorflow" not in imported, "TensorFlow was imported before the error"
+    assert seconds < PRE_TENSORFLOW_BOUND, f"{seconds:.2f} s"
+    assert local.lost_a_port(finished), "tf_mgpu.launch no longer sees a port lost to a race"
+    assert_untouched(tmp_path / "model", files)
 
 
 def broken_manual_dir(tmp_path: pathlib.Path, kind: str) -> pathlib.Path:

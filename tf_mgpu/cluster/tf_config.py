@@ -41,6 +41,13 @@ class Node:
             return self.type == "chief"
         return self.index == 0
 
+    @property
+    def address(self) -> str | None:
+        """This task's own 'host:port', where its gRPC server listens; None alone."""
+        if not self.addresses:
+            return None
+        return self.addresses[0 if self.type == "chief" else self.index + self.has_chief]
+
     def __str__(self) -> str:
         return f"{self.type}:{self.index}"
 
