@@ -37,6 +37,38 @@ def test_an_unknown_setting_is_a_user_error_naming_it_before_tensorflow_loads():
     assert lines[1] == "tensorflow loaded: False", lines
 
 
+def test_a_bad_setting_is_refused_naming_it_as_the_flag_is_before_tensorflow_loads():
+    # The same check as main's flags (tf_mgpu.config_checks), for each kind of mistake.
+    code = (
+        "import sys, tf_mgpu\n"
+        "from tf_mgpu.errors import SettingError\n"
+        "for bad in [dict(batch_size=0), dict(epochs='two'), dict(dtype='float8'),\n"
+        "            dict(steps_per_loop='fast')]:\n"
+        "    try:\n"
+        "        tf_mgpu.train(strategy='one_device', **bad)\n"
+        "    except SettingError as e:\n"
+        "        print(e.exit_code, e)\n"
+        "print('tensorflow loaded:', 'tensorflow' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=support.ROOT,
+        env=support.environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "2 tf_mgpu.train: batch_size=0: must be an integer of at least 1",
+        "2 tf_mgpu.train: epochs='two': must be an integer of at least 1, not str",
+        "2 tf_mgpu.train: dtype='float8': must be one of float32, mixed_bfloat16, "
+        "mixed_float16, float64",
+        "2 tf_mgpu.train: steps_per_loop='fast': must be auto or a positive integer",
+        "tensorflow loaded: False",
+    ], done.stdout
+
+
 def test_model_dir_none_writes_nothing(tmp_path, monkeypatch):
     # A fresh working directory and home, and XLA's cache flag unset so that train
     # picks its cache folder here as in a fresh process: the only thing it may create

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tests.support import ROOT, environment, mnist_manual_dir
+from tf_mgpu import errors
 
 
 def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -85,6 +86,48 @@ def test_a_small_run_prints_a_self_documenting_table_and_writes_it(tmp_path, mni
 )
 def test_bad_flags_fail_in_one_line_naming_the_flag(args, named):
     done = bench(*args)
-    assert done.returncode != 0
+    assert done.returncode == errors.EXIT_USAGE, done.stderr
+    assert_one_line(done, named)
+
+
+def bench_alone(*args: str) -> subprocess.CompletedProcess:
+    """The benchmark as troubleshooting.md gives it: no --manual_dir."""
+    return subprocess.run(
+        [sys.executable, "-m", "tf_mgpu.bench", *args],
+        cwd=ROOT,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_one_line(done: subprocess.CompletedProcess, named: str) -> None:
+    assert done.stderr.startswith("tf_mgpu: error: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
     assert named in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == "", "help or output printed on a user error"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "named"),
+    [
+        (["--task=/nonexistent/task.py"], errors.EXIT_USER_ERROR, "/nonexistent/task.py: no such"),
+        (["--task=mnist_mlp"], errors.EXIT_USAGE, "--task=mnist_mlp needs --manual_dir"),
+        # A task of the user's own needs no MNIST: the run gets as far as --only.
+        (["--task=examples/convnet_task.py", "--only=nope"], errors.EXIT_USAGE, "unknown nope"),
+        (["--onyl=tf_mgpu"], errors.EXIT_USAGE, "Unknown command line flag 'onyl'"),
+        (
+            ["--flagfile=/nonexistent/bench.cfg"],
+            errors.EXIT_USAGE,
+            "/nonexistent/bench.cfg: cannot",
+        ),
+        (["stray"], errors.EXIT_USAGE, "unexpected arguments: stray"),
+    ],
+    ids=["task_file", "mnist_without_manual_dir", "own_task", "typo", "flagfile", "stray"],
+)
+def test_the_documented_command_and_its_mistakes_are_one_line(args, code, named):
+    # Before, each printed the module's help (78 lines) or absl's FATAL, exit 1.
+    done = bench_alone(*args)
+    assert done.returncode == code, done.stderr
+    assert_one_line(done, named)

@@ -157,6 +157,7 @@ def uninterrupted(tmp_path_factory):
         (["--workers=2", "--grace_seconds=nan"], "--grace_seconds must be a finite number"),
         (["--workers=2", "--epochs=1"], "'epochs'; tf_mgpu.main's flags go after --"),
         (["--workers=2", "stray"], "unexpected arguments: stray; tf_mgpu.main's flags go after"),
+        (["--flagfile=/nonexistent/launch.cfg"], "--flagfile=/nonexistent/launch.cfg: cannot open"),
     ],
     ids=[
         "workers_missing",
@@ -167,6 +168,7 @@ def uninterrupted(tmp_path_factory):
         "grace",
         "main_flag",
         "stray",
+        "flagfile",
     ],
 )
 def test_bad_launcher_flags_are_one_line_and_exit_2(args, named):

@@ -109,7 +109,14 @@ def tf_free_modules() -> list[str]:
     cluster = [
         module_name(p) for p in (PACKAGE / "cluster").glob("*.py") if p.name != "__init__.py"
     ]
-    top = ["tf_mgpu", "tf_mgpu.config", "tf_mgpu.errors", "tf_mgpu.cli", "tf_mgpu.compile_cache"]
+    top = [
+        "tf_mgpu",
+        "tf_mgpu.config",
+        "tf_mgpu.config_checks",
+        "tf_mgpu.errors",
+        "tf_mgpu.cli",
+        "tf_mgpu.compile_cache",
+    ]
     # The benchmark's own process only runs commands and reads what they leave.
     bench = ["runner", "variants", "figures", "tables", "startup"]
     return [*top, *subpackages, *cluster, *(f"tf_mgpu.tools.benchmarks.{m}" for m in bench)]

@@ -5,7 +5,7 @@ import dataclasses
 from tf_mgpu import compile_cache, tasks
 from tf_mgpu.cluster import elastic, startup_checks, tf_config
 from tf_mgpu.config import Config
-from tf_mgpu.errors import UserError
+from tf_mgpu.errors import SettingError, UserError
 from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 
 
@@ -23,17 +23,20 @@ def train(task, **settings) -> dict:
 def check_before_tensorflow(config: Config, node: tf_config.Node, named: bool = True) -> None:
     """What can be checked in milliseconds, before TensorFlow loads (6 s): the strategy
     against the cluster, that --batch_workers' batch splits over it, the chief's model dir,
-    the --task name (when `named`), and last, since offline it may wait 5 s for the
-    network, that MNIST can be had for a built-in task.
+    the --task name (when `named`), then that a multi-worker task can listen on its port
+    (a setting's mistake is named before the machine's), and last, since offline it may
+    wait 5 s for the network, that MNIST can be had for a built-in task.
     """
-    startup_checks.strategy(config.strategy, node, config.num_cpu_devices)
+    strategy = startup_checks.strategy(config.strategy, node, config.num_cpu_devices)
     elastic.per_replica_batch(config.batch_size, config.batch_workers, node.num_workers)
     if node.is_chief:
         startup_checks.model_dir(config.model_dir)
     if named:
         tasks.check(config.task)
-        if tasks.uses_mnist(config.task):
-            mnist_preflight.data(config.data_dir, config.manual_dir)
+    if strategy == "multi_worker_mirrored":
+        startup_checks.own_port(node)
+    if named and tasks.uses_mnist(config.task):
+        mnist_preflight.data(config.data_dir, config.manual_dir)
 
 
 def _config(task, settings: dict) -> Config:
@@ -45,4 +48,7 @@ def _config(task, settings: dict) -> Config:
             f"main's flags: {', '.join(sorted(fields))}"
         )
     name = task if isinstance(task, str) else getattr(task, "__name__", type(task).__name__)
-    return Config(task=name, **{"model_dir": None, **settings})
+    try:
+        return Config(task=name, **{"model_dir": None, **settings})
+    except SettingError as e:  # the same check as main's flags, named as an argument here
+        raise SettingError(f"tf_mgpu.train: {e}") from None

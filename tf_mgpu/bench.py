@@ -4,6 +4,7 @@
   python -m tf_mgpu.bench --manual_dir=DIR --only=seed_torch,tf_mgpu --epochs=3 --rounds=2
   python -m tf_mgpu.bench --manual_dir=DIR --markdown=docs/benchmarks.md   # the page README quotes
   python -m tf_mgpu.bench --input=DIR   # the input at scale, on tf_mgpu.tools.synthetic's DIR
+  python -m tf_mgpu.bench --task=my_task.py   # your task against Keras fit (no MNIST needed)
 
 Every variant runs in its own fresh process, every round once, in an order
 rotated per round; the tables show medians over rounds, ratios to the seed
@@ -23,6 +24,7 @@ import tempfile
 
 from absl import app, flags
 
+from tf_mgpu import cli, errors, tasks
 from tf_mgpu.errors import UserError
 from tf_mgpu.tools.benchmarks import (
     baselines,
@@ -34,7 +36,10 @@ from tf_mgpu.tools.benchmarks import (
 )
 
 _MANUAL_DIR = flags.DEFINE_string(
-    "manual_dir", None, "Folder holding the four original MNIST .gz files (not with --input)."
+    "manual_dir",
+    None,
+    "Folder holding the four original MNIST .gz files: needed for a built-in task (the seed's "
+    "PyTorch loop reads them), not for a task of your own nor with --input.",
 )
 _DATA_DIR = flags.DEFINE_string(
     "data_dir", None, "TFDS data dir with MNIST (prepared from --manual_dir if needed)."
@@ -208,10 +213,9 @@ def _echo(text: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    if _INPUT.value is None and _MANUAL_DIR.value is None:
-        raise app.UsageError("--manual_dir is required (except with --input)")
+    cli.refuse_arguments(argv)
+    if _INPUT.value is None:
+        check_task()
     settings = settings_from_flags()
     try:
         if _INPUT.value is not None:
@@ -221,10 +225,25 @@ def main(argv: list[str]) -> None:
             run_reference(settings)
         elif not run_benchmark(settings):
             sys.exit(1)
+    except UserError as e:  # a flag's value: --only, --mwms_batches, --input's
+        print(f"tf_mgpu: error: {e}", file=sys.stderr)
+        sys.exit(errors.EXIT_USAGE)
+
+
+def check_task() -> None:
+    """One line before anything runs: a --task that names no task (exit 3), or MNIST's
+    recipe without --manual_dir (exit 2), which the seed's PyTorch loop reads."""
+    try:
+        tasks.check(_TASK.value)
     except UserError as e:
-        print(f"tf_mgpu.bench: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        print(errors.line(e), file=sys.stderr)
+        sys.exit(e.exit_code)
+    if tasks.uses_mnist(_TASK.value) and _MANUAL_DIR.value is None:
+        cli.usage_error(
+            f"--task={_TASK.value} needs --manual_dir, the folder holding the four original "
+            f"MNIST .gz files (the seed's PyTorch loop reads them); a task of your own needs none"
+        )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=cli.parse_flags)

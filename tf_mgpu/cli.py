@@ -6,15 +6,16 @@ its own flags; this module defines none, so importing it clashes with none.
 """
 
 import dataclasses
-import math
+import functools
 import os
+import re
 import sys
-import types
 from collections.abc import Callable
+from typing import NoReturn
 
 from absl import flags, logging
 
-from tf_mgpu import errors
+from tf_mgpu import config_checks, errors
 from tf_mgpu.config import parse_jit_compile
 
 
@@ -23,8 +24,25 @@ def parse_flags(argv: list[str]) -> list[str]:
     try:
         return flags.FLAGS(argv)
     except flags.Error as e:
-        print(f"tf_mgpu: error: {e}; see --helpfull", file=sys.stderr)
-        sys.exit(errors.EXIT_USAGE)
+        usage_error(flag_error(e))
+
+
+def flag_error(error: flags.Error) -> str:
+    """absl's message as one line: each bad flag's, and a flagfile that cannot be opened
+    named as such (absl says 'ERROR:: Unable to open flagfile: [Errno 2] ...')."""
+    if isinstance(error, flags.CantOpenFlagFileError):
+        found = re.search(r"\[Errno \d+\] (.+): '(.*)'$", str(error))
+        if found:
+            reason, path = found.groups()
+            return f"--flagfile={path}: cannot open it ({reason}); check the path"
+        return f"--flagfile: {str(error).removeprefix('ERROR:: ')}"
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
+def usage_error(message: str) -> NoReturn:
+    """Exit 2 with one line: a bad command line."""
+    print(f"tf_mgpu: error: {message}; see --helpfull", file=sys.stderr)
+    sys.exit(errors.EXIT_USAGE)
 
 
 class _AutoBooleanParser(flags.ArgumentParser):
@@ -45,18 +63,16 @@ def define_auto_boolean(name: str, default: str, help_string: str):
 
 def define_settings(config_class, **formats) -> dict:
     """One flag per field of `config_class` (`tf_mgpu.config.setting`): its name, default,
-    help (formatted with `formats`), choices and bounds; a float must also be finite.
-    Returns the flag holders by name, in the fields' order."""
+    help (formatted with `formats`) and choices; absl parses the text as the field's type,
+    and each flag is then checked by the same `config_checks.normalized` as every Config,
+    so the bounds live in the declarations only. Returns the flag holders by name, in the
+    fields' order."""
     holders = {}
     for field in dataclasses.fields(config_class):
         meta = field.metadata
         default = meta.get("command_default", field.default)
         help_text = meta["help"].format(**formats)
-        bounds = {"lower_bound": meta["lower"], "upper_bound": meta["upper"]}
-        kinds = (
-            set(field.type.__args__) if isinstance(field.type, types.UnionType) else {field.type}
-        )
-        kinds.discard(type(None))
+        kinds = config_checks.kinds(field)
         if meta["choices"]:
             holder = flags.DEFINE_enum(field.name, default, meta["choices"], help_text)
         elif kinds == {bool}:
@@ -64,32 +80,47 @@ def define_settings(config_class, **formats) -> dict:
         elif kinds == {bool, str}:
             holder = define_auto_boolean(field.name, default, help_text)
         elif kinds == {int}:
-            holder = flags.DEFINE_integer(field.name, default, help_text, **bounds)
+            parser = _Described(flags.IntegerParser(), config_checks.describe(field))
+            holder = flags.DEFINE(parser, field.name, default, help_text, serializer=_TEXT)
         elif kinds == {float}:
-            holder = flags.DEFINE_float(field.name, default, help_text, **bounds)
-            positive = meta.get("positive", False)
-            flags.register_validator(
-                field.name,
-                lambda value, positive=positive: (
-                    value is None or (math.isfinite(value) and (value > 0 or not positive))
-                ),
-                message=f"--{field.name} must be a {'positive ' * positive}finite number",
-            )
+            parser = _Described(flags.FloatParser(), config_checks.describe(field))
+            holder = flags.DEFINE(parser, field.name, default, help_text, serializer=_TEXT)
         else:  # str, or a str that names a number (--steps_per_loop)
             holder = flags.DEFINE_string(field.name, default, help_text)
+        flags.register_validator(field.name, functools.partial(_check, field))
         holders[field.name] = holder
     return holders
+
+
+_TEXT = flags.ArgumentSerializer()
+
+
+class _Described(flags.ArgumentParser):
+    """absl's parser of a number, whose --help says what the setting takes: 'an integer of
+    at least 1', as the check's message does."""
+
+    def __init__(self, parser: flags.ArgumentParser, takes: str):
+        self._parser, self.syntactic_help = parser, takes
+
+    def parse(self, argument):
+        return self._parser.parse(argument)
+
+    def flag_type(self) -> str:
+        return self._parser.flag_type()
+
+
+def _check(field, value) -> bool:
+    try:
+        config_checks.normalized(field, value)
+    except ValueError as e:
+        raise flags.ValidationError(str(e)) from None
+    return True
 
 
 def refuse_arguments(argv: list[str]) -> None:
     """Exit 2 with one line for anything left after the flags (a typo like `-epochs 3`)."""
     if len(argv) > 1:
-        print(
-            f"tf_mgpu: error: unexpected arguments: {' '.join(argv[1:])}; flags take the "
-            f"form --name=value, see --helpfull",
-            file=sys.stderr,
-        )
-        sys.exit(errors.EXIT_USAGE)
+        usage_error(f"unexpected arguments: {' '.join(argv[1:])}; flags take the form --name=value")
 
 
 def quiet_tensorflow() -> None:

@@ -2,10 +2,14 @@
 
 Each setting is declared once, here: its default, its help and its bounds. `tf_mgpu.main`
 makes its flags from these declarations (`tf_mgpu.cli.define_settings`), and
-`tf_mgpu.train(**settings)` takes the same names.
+`tf_mgpu.train(**settings)` takes the same names. A Config checks itself against them
+when made (`tf_mgpu.config_checks`), so a bad flag and a bad `tf_mgpu.train` argument
+are refused by the same check, naming the setting.
 """
 
 import dataclasses
+
+from tf_mgpu import config_checks
 
 STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
 INPUTS = ("auto", "resident", "index", "stream")
@@ -15,10 +19,39 @@ DTYPES = ("float32", "mixed_bfloat16", "mixed_float16", "float64")
 
 def setting(default, help_text: str, *, choices=None, lower=None, upper=None, **command):
     """A Config field with what its flag needs: help, choices, bounds (`positive=True`: a
-    float above 0); `command_default` where the command's default differs from the
-    library's (main writes to a model dir, `tf_mgpu.train` writes nothing unless asked)."""
+    float above 0; a float is always finite); `parse` and `takes` for a setting given as
+    text that is not a plain type (a function returning the value or raising ValueError, and
+    what it takes); `command_default` where the command's default differs from the
+    library's (main writes to a model dir, `tf_mgpu.train` writes nothing unless asked).
+    `tf_mgpu.config_checks` checks a value against all of it."""
     metadata = {"help": help_text, "choices": choices, "lower": lower, "upper": upper, **command}
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def parse_steps_per_loop(value) -> int | str:
+    """--steps_per_loop's value: "auto" or a positive int; ValueError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise ValueError(f"{value!r} is neither auto nor a positive number of steps")
+
+
+def parse_jit_compile(value) -> bool | str:
+    """--jit_compile's value: True, False or "auto"; ValueError for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text in ("true", "t", "1", "yes"):
+        return True
+    if text in ("false", "f", "0", "no"):
+        return False
+    raise ValueError(f"{value!r} is not one of auto, true, false")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +193,8 @@ class Config:
         "liveness check follow seconds whatever the model's step time. A number N: the progress "
         "bar, TensorBoard, batch callbacks and --checkpoint_steps act every N steps, and a call "
         "that would take longer than about --loop_seconds is cut into several.",
+        parse=parse_steps_per_loop,
+        takes="auto or a positive integer",
     )
     loop_seconds: float = setting(
         1.0,
@@ -174,6 +209,8 @@ class Config:
         "the start line says why; true or false force it where the strategy allows: each whole "
         "call when a process has one replica, each replica's step on GPUs; nothing on several "
         "CPU devices or CPU workers.",
+        parse=parse_jit_compile,
+        takes="auto, true or false",
     )
     input: str = setting(
         "auto",
@@ -236,16 +273,9 @@ class Config:
         "and dtype skips the compile. Default: tf_mgpu_cache in the TFDS data dir; 'none': off.",
     )
 
-
-def parse_jit_compile(value) -> bool | str:
-    """--jit_compile's value: True, False or "auto"; ValueError for anything else."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if text in ("true", "t", "1", "yes"):
-        return True
-    if text in ("false", "f", "0", "no"):
-        return False
-    raise ValueError(f"{value!r} is not one of auto, true, false")
+    def __post_init__(self):
+        """Every setting checked against its declaration (SettingError names the first one
+        that does not fit) and held as its type: steps_per_loop 8, not "8"."""
+        for field in dataclasses.fields(self):
+            value = config_checks.checked(field, getattr(self, field.name))
+            object.__setattr__(self, field.name, value)

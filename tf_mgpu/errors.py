@@ -39,6 +39,13 @@ class UserError(Failure):
     exit_code = EXIT_USER_ERROR
 
 
+class SettingError(UserError):
+    """A setting outside what its declaration allows (type, choices, bounds): a flag's, or a
+    `tf_mgpu.train` argument's; the message names the setting and what it takes."""
+
+    exit_code = EXIT_USAGE
+
+
 class Diverged(Failure):
     """The training loss stopped being finite."""
 

@@ -25,7 +25,7 @@ import sys
 
 from absl import app, flags
 
-from tf_mgpu import errors
+from tf_mgpu import cli
 from tf_mgpu.cluster import elastic, launcher
 
 
@@ -84,11 +84,6 @@ flags.register_validator(
 )
 
 
-def _usage_error(message: str) -> None:
-    print(f"tf_mgpu: error: {message}; see --helpfull", file=sys.stderr)
-    sys.exit(errors.EXIT_USAGE)
-
-
 def parse_flags(argv: list[str]) -> list[str]:
     """Parses the flags before `--`; returns the program name and main's flags, after `--`.
 
@@ -98,13 +93,13 @@ def parse_flags(argv: list[str]) -> list[str]:
     try:
         unparsed = flags.FLAGS(own)
     except flags.UnrecognizedFlagError as e:
-        _usage_error(f"{e}; tf_mgpu.main's flags go after --")
+        cli.usage_error(f"{e}; tf_mgpu.main's flags go after --")
     except flags.Error as e:
-        _usage_error(str(e))
+        cli.usage_error(cli.flag_error(e))
     if _WORKERS.value is None:
-        _usage_error("--workers=N is required")
+        cli.usage_error("--workers=N is required")
     if len(unparsed) > 1:
-        _usage_error(
+        cli.usage_error(
             f"unexpected arguments: {' '.join(unparsed[1:])}; tf_mgpu.main's flags go after --"
         )
     return [argv[0], *main_args]

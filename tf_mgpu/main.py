@@ -25,7 +25,6 @@ from tf_mgpu import api, cli, compile_cache, tasks, timing
 from tf_mgpu.cluster import kubernetes_env, slurm_env, supervisor, tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine.faults import stopping
-from tf_mgpu.engine.step import pace
 
 _SETTINGS = cli.define_settings(Config, builtin=", ".join(tasks.BUILTIN))
 for _name in _SETTINGS:
@@ -48,26 +47,11 @@ _SLURM_PORT_BASE = flags.DEFINE_integer(
     lower_bound=1024,
     upper_bound=65000,
 )
-flags.register_validator(
-    "steps_per_loop",
-    lambda value: _is_steps_per_loop(value),
-    message="--steps_per_loop must be auto or a positive number of steps",
-)
-
-
-def _is_steps_per_loop(value) -> bool:
-    try:
-        pace.parse(value)
-    except ValueError:
-        return False
-    return True
 
 
 def config_from_flags() -> Config:
     """Every setting's flag sets the Config field of the same name."""
-    values = {holder.name: holder.value for holder in _SETTINGS.values()}
-    values["steps_per_loop"] = pace.parse(values["steps_per_loop"])
-    return Config(**values)
+    return Config(**{holder.name: holder.value for holder in _SETTINGS.values()})
 
 
 _PATH_FLAGS = ("data_dir", "manual_dir", "model_dir")

@@ -17,6 +17,9 @@ import pathlib
 
 from absl import app, flags, logging
 
+from tf_mgpu import cli, tasks
+from tf_mgpu.errors import UserError
+from tf_mgpu.tasks.mnist import preflight as mnist_preflight
 from tf_mgpu.tools.scaling import ring_model
 from tf_mgpu.tools.scaling import runner as sweeping
 
@@ -112,13 +115,19 @@ flags.register_multi_flags_validator(
 
 
 def _ints(name: str, values: list[str]) -> list[int]:
-    try:
-        numbers = [int(v) for v in values]
-    except ValueError:
-        raise app.UsageError(f"--{name} takes positive integers, got {','.join(values)}") from None
-    if not numbers or min(numbers) < 1:
-        raise app.UsageError(f"--{name} takes positive integers, got {','.join(values)}")
+    numbers = [int(v) for v in values if v.isdigit()]
+    if len(numbers) < len(values) or not numbers or min(numbers) < 1:
+        cli.usage_error(f"--{name} takes positive integers, got {','.join(values)}")
     return numbers
+
+
+def check_inputs() -> None:
+    """Before any run, in a second: the --task names a task and MNIST can be had for a
+    built-in one; otherwise every run would fail the same way (UserError, one line)."""
+    task = _TASK.value or tasks.DEFAULT
+    tasks.check(task)
+    if tasks.uses_mnist(task):
+        mnist_preflight.data(_DATA_DIR.value, _MANUAL_DIR.value)
 
 
 def _main_flags() -> tuple[str, ...]:
@@ -138,15 +147,19 @@ def _runner(out_dir: pathlib.Path) -> sweeping.Runner:
     )
 
 
-def run_sweep(runner: sweeping.Runner) -> list[dict]:
-    """Runs every point, prints the table, writes the CSV and chart."""
+def points_from_flags() -> list[sweeping.Point]:
+    """Every point of the sweep, from the flags; exit 2 in one line for a bad list."""
     modes = _LR_MODES.value or (["scaled"] if _SCALE_LR.value else ["fixed"])
-    todo = sweeping.points(
+    return sweeping.points(
         _ints("batch_sizes", _BATCH_SIZES.value),
         _ints("replicas", _REPLICAS.value),
         _ints("workers", _WORKERS.value),
         modes,
     )
+
+
+def run_sweep(runner: sweeping.Runner, todo: list[sweeping.Point]) -> list[dict]:
+    """Runs every point, prints the table, writes the CSV and chart."""
     rows = []
     for i, point in enumerate(todo, 1):
         print(f"sweep {i}/{len(todo)}: {point.name}", flush=True)
@@ -188,9 +201,19 @@ def predict(runner: sweeping.Runner, rows: list[dict]) -> None:
     print("\nmeasured here vs predicted:\n" + sweeping.comparison(rows, predictions))
 
 
+def failed(rows: list[dict], out_dir: pathlib.Path) -> None:
+    """UserError (exit 3) naming the runs that failed, once every row is written."""
+    bad = [r for r in rows if r["error"] is not None]
+    if bad:
+        raise UserError(
+            f"{len(bad)} of {len(rows)} sweep runs failed, {bad[0]['name']} first: "
+            f"{bad[0]['error']}; every run's error is in {out_dir / sweeping.CSV}, its logs "
+            f"in {out_dir / 'runs'}"
+        )
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    cli.refuse_arguments(argv)
     if _MEASURE_ALLREDUCE.value:
         if not flags.FLAGS["verbosity"].present:
             # TensorFlow logs every traced collective at INFO; --verbosity=0 shows them.
@@ -202,12 +225,19 @@ def main(argv: list[str]) -> None:
         )
         print(line, flush=True)
         return
+    points = points_from_flags()
+    cli.run(lambda: _sweep(points))
+
+
+def _sweep(points: list[sweeping.Point]) -> None:
+    check_inputs()
     runner = _runner(pathlib.Path(_OUTPUT_DIR.value))
     runner.out_dir.mkdir(parents=True, exist_ok=True)
-    rows = run_sweep(runner)
+    rows = run_sweep(runner, points)
     if _PREDICT.value:
         predict(runner, rows)
+    failed(rows, runner.out_dir)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=cli.parse_flags)

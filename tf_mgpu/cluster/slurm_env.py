@@ -37,11 +37,11 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping
 
+from tf_mgpu.cluster import ports
 from tf_mgpu.errors import UserError
 
 # What SlurmClusterResolver reads; srun sets all of them for every task of a step.
@@ -229,16 +229,10 @@ def _check_address(address: str, port_base: int) -> None:
 def _check_port_free(address: str) -> None:
     """Fails now, in one line, where gRPC would fail to bind later (or share the port)."""
     node, _, port = address.rpartition(":")
-    probe = socket.socket()
-    try:
-        # Listeners block the bind; connections of a finished run in TIME_WAIT do not.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("", int(port)))
-    except OSError as e:
+    error = ports.bind_error(int(port))
+    if error is not None:
         raise UserError(
-            f"--cluster_resolver=slurm: port {port} on {node} is taken ({e.strerror}); each "
+            f"--cluster_resolver=slurm: port {port} on {node} is taken ({error.strerror}); each "
             f"task listens on --slurm_port_base + its index on the node, so pick another "
-            f"--slurm_port_base"
-        ) from None
-    finally:
-        probe.close()
+            f"--slurm_port_base, or {ports.finding(int(port))}"
+        )

@@ -8,7 +8,7 @@ that skip main. Nothing here imports TensorFlow.
 
 import os
 
-from tf_mgpu.cluster import tf_config
+from tf_mgpu.cluster import ports, tf_config
 from tf_mgpu.config import STRATEGIES
 from tf_mgpu.errors import UserError
 
@@ -56,3 +56,13 @@ def strategy(name: str, node: tf_config.Node, num_cpu_devices: int = 1) -> str:
         f"--strategy={name} trains on one device, but TF_CONFIG names {node.num_workers} "
         f"tasks; use --strategy=multi_worker_mirrored, or unset TF_CONFIG"
     )
+
+
+def own_port(node: tf_config.Node) -> None:
+    """UserError, in one line naming the port, if this task cannot listen on its TF_CONFIG
+    address: TensorFlow's gRPC server would fail there ("Could not start gRPC server")."""
+    if node.address is None:
+        return
+    error = ports.bind_error(int(node.address.rpartition(":")[2]))
+    if error is not None:
+        raise UserError(ports.taken(f"TF_CONFIG gives {node}", node.address, error))

@@ -41,6 +41,13 @@ class Node:
             return self.type == "chief"
         return self.index == 0
 
+    @property
+    def address(self) -> str | None:
+        """This task's own 'host:port', where its gRPC server listens; None alone."""
+        if not self.addresses:
+            return None
+        return self.addresses[0 if self.type == "chief" else self.index + self.has_chief]
+
     def __str__(self) -> str:
         return f"{self.type}:{self.index}"
 
@@ -78,6 +85,9 @@ def node_from_env(environ: Mapping[str, str] = os.environ) -> Node:
         for host in hosts:
             if not _is_address(host):
                 _fail(f"cluster '{task_type}' has {host!r}, which is not 'host:port'")
+            port = int(host.rpartition(":")[2])
+            if not 1 <= port <= 65535:
+                _fail(f"cluster '{task_type}' has {host!r}: port {port} is out of range (1-65535)")
     if len(cluster.get("chief", [])) > 1:
         _fail(f"names {len(cluster['chief'])} chiefs; a cluster has at most one")
     addresses = tuple(cluster.get("chief", []) + cluster.get("worker", []))
@@ -101,4 +111,4 @@ def _is_address(host: object) -> bool:
     if not isinstance(host, str) or ":" not in host:
         return False
     name, _, port = host.rpartition(":")
-    return bool(name) and port.isdigit() and 0 < int(port) < 65536
+    return bool(name) and port.isdigit()

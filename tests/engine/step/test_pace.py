@@ -54,14 +54,3 @@ def test_the_agreed_count_is_the_one_followed():
     assert sizer.proposal() == 8
     sizer.follow(5)  # the chief proposed 5
     assert sizer.count == 5
-
-
-@pytest.mark.parametrize(("text", "parsed"), [("auto", "auto"), ("AUTO", "auto"), ("7", 7), (3, 3)])
-def test_steps_per_loop_values(text, parsed):
-    assert pace.parse(text) == parsed
-
-
-@pytest.mark.parametrize("bad", ["0", "-1", "fast", "1.5", 0, True])
-def test_bad_steps_per_loop_values(bad):
-    with pytest.raises(ValueError, match="neither auto nor"):
-        pace.parse(bad)

@@ -37,6 +37,13 @@ def test_commands_run_references_through_bench_and_tf_mgpu_through_main(tmp_path
     assert expected <= set(workers), workers
 
 
+def test_a_task_of_the_users_own_runs_without_mnists_files(tmp_path):
+    own = Settings(manual_dir=None, task="my_task.py")
+    for variant in (variants.DEFAULTS, variants.TASK_TABLE[0]):
+        argv = runner.command(variant, own, tmp_path)
+        assert not [arg for arg in argv if arg.startswith("--manual_dir")], argv
+
+
 def test_a_variant_naming_its_strategy_runs_with_that_one_alone(tmp_path):
     (_, one), _ = variants.mirroring_one_device_pair()
     argv = runner.command(one, Settings(manual_dir="/m"), tmp_path)

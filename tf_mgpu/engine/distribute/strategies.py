@@ -2,8 +2,9 @@
 
 import tensorflow as tf
 
-from tf_mgpu.cluster import startup_checks, tf_config
+from tf_mgpu.cluster import ports, startup_checks, tf_config
 from tf_mgpu.engine.distribute import devices
+from tf_mgpu.errors import UserError
 
 
 def resolve(name: str, node: tf_config.Node, num_cpu_devices: int = 1) -> str:
@@ -58,4 +59,13 @@ def create(name: str, node: tf_config.Node) -> tf.distribute.Strategy:
         return tf.distribute.OneDeviceStrategy(devices.replica_devices()[0])
     if name == "default":
         return tf.distribute.get_strategy()
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    try:
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    except tf.errors.UnknownError as e:
+        if node.address is None or "Could not start gRPC server" not in str(e):
+            raise
+        # Checked before TensorFlow loaded (startup_checks.own_port); taken since, or refused
+        # for a reason a bind on 0.0.0.0 did not show.
+        port = int(node.address.rpartition(":")[2])
+        message = ports.taken(f"TF_CONFIG gives {node}", node.address, ports.bind_error(port))
+        raise UserError(message) from None

@@ -27,18 +27,6 @@ GROWTH = 8  # at most this many times the last call's steps
 FIRST = 1  # steps of the first call: a step of minutes must not make a call of hours
 
 
-def parse(value) -> int | str:
-    """--steps_per_loop's value: "auto" or a positive int; ValueError for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    raise ValueError(f"{value!r} is neither auto nor a positive number of steps")
-
-
 class Pace:
     """The step count of the next call, and what was measured to choose it.
 

@@ -73,8 +73,7 @@ class Trainer:
         self.train_steps = data.steps_per_epoch(self.train_examples, self.global_batch)
         # Steps per call: sized by time, capped by an explicit --steps_per_loop, which also
         # sets the blocks after which the actions between calls run (see engine.pace).
-        steps_per_loop = pace.parse(config.steps_per_loop)
-        self.block = None if steps_per_loop == "auto" else steps_per_loop
+        self.block = None if config.steps_per_loop == "auto" else config.steps_per_loop
         self.pace = pace.Pace(config.loop_seconds, cap=self.block)
         self.eval_pace: pace.Pace | None = None  # sized from the training calls, once measured
         if self.state.own_step and self.accumulation_steps > 1:

@@ -46,11 +46,12 @@ def rotated(variants: Sequence[Variant], round_index: int) -> list[Variant]:
 def command(variant: Variant, settings: Settings, model_dir: pathlib.Path | None) -> list[str]:
     """The argv that runs `variant` (one worker's, for a cluster)."""
     common = [
-        f"--manual_dir={settings.manual_dir}",
         f"--epochs={settings.epochs}",
         f"--train_split={settings.train_split}",
         f"--test_split={settings.test_split}",
     ]
+    if settings.manual_dir is not None:  # MNIST's; a task of the user's own needs none
+        common.append(f"--manual_dir={settings.manual_dir}")
     if settings.data_dir is not None:
         common.append(f"--data_dir={settings.data_dir}")
     if variant.main_args is None:

@@ -28,7 +28,7 @@ PROBE_NAMES = ("startup", "compute")
 class Settings:
     """What every run shares: data, epochs, and how long one process may take."""
 
-    manual_dir: str
+    manual_dir: str | None  # the MNIST files; None for a task of the user's own
     data_dir: str | None = None
     # What tf_mgpu.main trains. The reference loops (the seed's PyTorch loop, Keras fit,
     # the XLA floor) are mnist_mlp's recipe, so they run only for it.
