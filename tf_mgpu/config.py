@@ -15,6 +15,8 @@ STRATEGIES = ("mirrored", "multi_worker_mirrored", "one_device", "default")
 INPUTS = ("auto", "resident", "index", "stream")
 SHARDS = ("example", "file")
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16", "float64")
+# Keras's other float policies: taken as a task file (or tf_mgpu.train) sets them, not a flag.
+KERAS_FLOATS = ("bfloat16", "float16")
 
 
 def setting(default, help_text: str, *, choices=None, lower=None, upper=None, **command):
@@ -237,6 +239,7 @@ class Config:
         "float32 weights (mixed_float16 with dynamic loss scaling). Default: the policy the "
         "task file sets (keras.config.set_dtype_policy), else float32.",
         choices=DTYPES,
+        also=KERAS_FLOATS,
     )
     accumulation_steps: int = setting(
         1,

@@ -85,7 +85,7 @@ def normalized(field: dataclasses.Field, value):
             raise ValueError(f"must be {describe(field)}")
     else:
         result = _of_type(field, value, (str, os.PathLike), os.fspath)
-    if meta["choices"] and result not in meta["choices"]:
+    if meta["choices"] and result not in (*meta["choices"], *meta.get("also", ())):
         raise ValueError(f"must be {describe(field)}")
     too_low = meta["lower"] is not None and result < meta["lower"]
     if too_low or (meta["upper"] is not None and result > meta["upper"]):

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from tf_mgpu import failures, timing
 from tf_mgpu.cluster import elastic, startup_checks, supervisor, tf_config
-from tf_mgpu.config import DTYPES, Config
+from tf_mgpu.config import DTYPES, KERAS_FLOATS, Config
 from tf_mgpu.engine.control import actions, callbacks, controller, finalize
 from tf_mgpu.engine.distribute import agreement, collectives, devices, strategies
 from tf_mgpu.engine.faults import liveness, stopping
@@ -115,10 +115,10 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         if splits_given:
             adapter.refuse_unread_splits(work, config)
         # --dtype, else the policy the task file set (float32 if none).
-        if config.dtype is None and work.dtype not in DTYPES:
+        if config.dtype is None and work.dtype not in (*DTYPES, *KERAS_FLOATS):
             raise UserError(
                 f"{work.where} sets the dtype policy {work.dtype!r}; tf_mgpu trains under "
-                f"{', '.join(DTYPES)}: set one of them there, or pass --dtype"
+                f"{', '.join((*DTYPES, *KERAS_FLOATS))}: set one of them there, or pass --dtype"
             )
         config = dataclasses.replace(config, dtype=config.dtype or work.dtype)
         if config.batch_workers is not None:  # --scale_lr's rate is for the stated batch

@@ -133,7 +133,8 @@ def weights_digest(model: keras.Model) -> str:
     for weight in model.weights:
         # Hashed where it lies (no bytes copy): a weight of gigabytes costs one copy, not two.
         array = np.ascontiguousarray(keras.ops.convert_to_numpy(weight))
-        digest.update(memoryview(array).cast("B"))
+        # Its bytes seen as uint8 (a buffer of bfloat16, ml_dtypes' type, cannot be cast).
+        digest.update(memoryview(array.view(np.uint8)))
     return digest.hexdigest()
 
 
