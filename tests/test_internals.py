@@ -132,3 +132,9 @@ def test_layers_at_any_depth_and_the_export_signature():
     assert {"Block", "Dense", "BatchNormalization"} <= set(found), found
     (spec,) = internals.input_signature(model)
     assert (tuple(spec.shape), spec.dtype) == ((None, 2), "float32")
+
+
+def test_the_coordination_services_error_report_reaches_tensorflow():
+    tf.constant(1)  # an initialized context; in one process, no coordination service
+    with pytest.raises(tf.errors.FailedPreconditionError, match="Coordination service"):
+        internals.report_error_to_cluster("tf_mgpu peer error: a line")

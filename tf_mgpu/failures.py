@@ -6,6 +6,7 @@ import re
 
 import tensorflow as tf
 
+from tf_mgpu import internals
 from tf_mgpu.cluster import tf_config
 from tf_mgpu.config import Config
 from tf_mgpu.engine.distribute import collectives
@@ -24,18 +25,44 @@ def as_one_line(
     try:
         yield
     except tf.errors.ResourceExhaustedError:
-        raise UserError(out_of_memory(config, trainer)) from None
+        where = f" on {node}" if node.num_workers > 1 else ""
+        raise _told_to_peers(node, UserError(out_of_memory(config, trainer, where))) from None
     except Diverged as e:
         kept = checkpoints.latest or "none was saved"
         raise Diverged(f"{e}; the last good checkpoint is kept: {kept}") from None
     except collectives.PEER_ERRORS as e:
         if node.num_workers <= 1:
             raise
+        told = _told(e)
+        if told is not None:  # a peer's own error, the same line on every worker
+            raise UserError(told) from None
         raise PeerLost(_lost_peer(e, node, checkpoints)) from None
     except OSError as e:  # metrics.jsonl: a full or read-only disk
-        raise UserError(
-            checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
-        ) from None
+        line = checkpoints.cannot_write(f"into --model_dir={config.model_dir}", e)
+        raise _told_to_peers(node, UserError(line)) from None
+
+
+# How a worker's own error reaches the others: TensorFlow's coordination service aborts
+# their pending collectives with the message it was given ("Collective ops is aborted by:
+# Error reported from /job:worker/task:1: <it>"), so every worker ends with one line.
+_TOLD = "tf_mgpu peer error: "
+_TOLD_LINE = re.compile(re.escape(_TOLD) + r"(.*)")
+
+
+def _told_to_peers(node: tf_config.Node, error: UserError) -> UserError:
+    """`error`, once handed to the other workers (under MultiWorkerMirroredStrategy), whose
+    collectives then fail with its line (`_told`) instead of a lost peer."""
+    if node.num_workers > 1:
+        # A worker whose peers are gone already cannot tell them: it still ends as itself.
+        with contextlib.suppress(tf.errors.OpError, ValueError):
+            internals.report_error_to_cluster(_TOLD + str(error))
+    return error
+
+
+def _told(error: Exception) -> str | None:
+    """The line another worker's error told this one, if that is why its collective failed."""
+    found = _TOLD_LINE.search(str(error))
+    return found.group(1).strip() if found else None
 
 
 def _lost_peer(error: Exception, node: tf_config.Node, checkpoints: checkpoint.Checkpoints) -> str:
@@ -50,11 +77,12 @@ def _lost_peer(error: Exception, node: tf_config.Node, checkpoints: checkpoint.C
     )
 
 
-def out_of_memory(config: Config, trainer: Trainer) -> str:
-    """The one line for a run that ran out of device memory, naming the batch and the fixes."""
+def out_of_memory(config: Config, trainer: Trainer, where: str = "") -> str:
+    """The one line for a run that ran out of device memory (`where`: on which worker),
+    naming the batch and the fixes."""
     replicas = trainer.global_batch // trainer.per_replica
     return (
-        f"out of memory at a global batch of {trainer.global_batch} "
+        f"out of memory{where} at a global batch of {trainer.global_batch} "
         f"({config.batch_size} per replica x {replicas} replicas x "
         f"{config.accumulation_steps} accumulation steps); lower --batch_size, or raise "
         f"--accumulation_steps to keep the global batch with less memory per step"

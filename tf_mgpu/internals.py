@@ -185,3 +185,17 @@ def slurm_tasks_per_node(text: str) -> list[int]:
 
     where = "tf.distribute.cluster_resolver.slurm_cluster_resolver"
     return _read(slurm_cluster_resolver, "expand_tasks_per_node", where, "tensorflow")(text)
+
+
+# -- The coordination service ------------------------------------------------------------
+
+
+def report_error_to_cluster(message: str) -> None:
+    """Hands `message` to every other task through TensorFlow's coordination service, which
+    aborts their pending collectives with it (tf_mgpu.failures). Only the eager context
+    exposes it; tf.distribute has no public call."""
+    from tensorflow.python.eager import context
+
+    where = "tensorflow.python.eager.context.Context"
+    report = _read(context.context(), "report_error_to_cluster", where, "tensorflow")
+    report(tf.errors.ABORTED, message)
