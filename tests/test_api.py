@@ -11,6 +11,18 @@ from tests.keras.helpers import load
 from tf_mgpu import compile_cache
 
 
+def python(code: str) -> subprocess.CompletedProcess:
+    """`code` run by a fresh Python (TensorFlow not loaded) from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=support.ROOT,
+        env=support.environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_an_unknown_setting_is_a_user_error_naming_it_before_tensorflow_loads():
     code = (
         "import sys, tf_mgpu\n"
@@ -21,14 +33,7 @@ def test_an_unknown_setting_is_a_user_error_naming_it_before_tensorflow_loads():
         "    print('UserError:', e)\n"
         "print('tensorflow loaded:', 'tensorflow' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=support.ROOT,
-        env=support.environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("UserError: tf_mgpu.train: unknown settings epoch;"), lines
@@ -50,14 +55,7 @@ def test_a_bad_setting_is_refused_naming_it_as_the_flag_is_before_tensorflow_loa
         "        print(e.exit_code, e)\n"
         "print('tensorflow loaded:', 'tensorflow' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=support.ROOT,
-        env=support.environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [
         "2 tf_mgpu.train: batch_size=0: must be an integer of at least 1",

@@ -78,7 +78,7 @@ class Checkpointing(Action):
                 f"lower --learning_rate"
             )
         if self._liveness is not None:
-            self._liveness.saving(trainer.state.checkpointed_bytes())
+            self._liveness.saving(self.checkpoints.state_bytes)
         self.checkpoints.save(trainer.step())
         if self._strategy is not None:
             collectives.barrier(self._strategy)

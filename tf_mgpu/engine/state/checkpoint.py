@@ -31,6 +31,7 @@ storage every worker can read, as for TensorFlow's own BackupAndRestore.
 
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -140,6 +141,10 @@ class Checkpoints:
     ):
         self._objects = objects
         self._checkpoint = tf.train.Checkpoint(**objects)
+        # What each save writes (its deadline grows with it: `Liveness.saving`).
+        self.state_bytes = sum(
+            math.prod(v.shape) * tf.as_dtype(v.dtype).size for _, v in _flat(objects)
+        )
         self._may_lack = may_lack
         self._settle = settle
         self._extra = extra

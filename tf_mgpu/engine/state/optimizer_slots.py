@@ -33,8 +33,10 @@ def named(optimizer: keras.optimizers.Optimizer, trainable: list) -> dict:
             if id(variable) not in ours and not _is_rate(variable):
                 _add(found, LOSS_SCALE + variable.name, variable)
         optimizer = inner
-    prefixes = [(w.path.replace("/", "_") + "_", i) for i, w in enumerate(trainable)]
-    prefixes.sort(key=lambda pair: -len(pair[0]))  # longest first: dense_1_ before dense_
+    # The first index of each reference: a dict, as a model has thousands of variables.
+    prefixes: dict = {}
+    for i, w in enumerate(trainable):
+        prefixes.setdefault(w.path.replace("/", "_") + "_", i)
     for variable in optimizer.variables:
         if _is_rate(variable):
             continue
@@ -43,10 +45,14 @@ def named(optimizer: keras.optimizers.Optimizer, trainable: list) -> dict:
     return found
 
 
-def _slot_name(name: str, prefixes: list) -> str:
-    for prefix, index in prefixes:
-        if name.startswith(prefix) and len(name) > len(prefix):
-            return f"slot_{index}_{name[len(prefix) :]}"
+def _slot_name(name: str, prefixes: dict) -> str:
+    """The longest reference prefix of `name` (dense_1_kernel_ before dense_1_), tried at each
+    underscore from the right."""
+    end = len(name) - 1
+    while (end := name.rfind("_", 0, end)) >= 0:
+        index = prefixes.get(name[: end + 1])
+        if index is not None:
+            return f"slot_{index}_{name[end + 1 :]}"
     return f"own_{name}"
 
 

@@ -4,6 +4,7 @@ and each replica's own random streams.
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable
 
 import keras
@@ -100,15 +101,8 @@ class TrainState:
             held["steps"] = self.steps
         return held
 
-    def checkpointed_bytes(self) -> int:
-        """The bytes a checkpoint writes (every variable of `checkpointed()`), from shapes."""
-        held = []
-        for value in self.checkpointed().values():
-            held.extend(value.values() if isinstance(value, dict) else tf.nest.flatten(value))
-        return _bytes(held)
-
     def weight_bytes(self) -> int:
-        return _bytes(self.model.weights)
+        return sum(math.prod(w.shape) * tf.as_dtype(w.dtype).size for w in self.model.weights)
 
     @staticmethod
     def may_lack(name: str) -> bool:
@@ -140,10 +134,6 @@ class TrainState:
                 f"at another example: resume with the --dtype the checkpoint was written "
                 f"with (see flags.txt), or pass --clean to start over"
             )
-
-
-def _bytes(variables) -> int:
-    return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in variables)
 
 
 def create_state(
