@@ -6,8 +6,9 @@
 It knows nothing of tf_mgpu: build_model() returns a compiled Keras model and
 load_data() returns NumPy arrays. MNIST_DIR names a folder with the four
 original MNIST .gz files (default: ../shared/datasets/mnist beside this
-repository); MNIST_TRAIN and MNIST_TEST cut the splits to their first N
-examples (default: all).
+repository; without it, Keras downloads MNIST once into ~/.keras/datasets, as
+the keras.io examples do); MNIST_TRAIN and MNIST_TEST cut the splits to their
+first N examples (default: all).
 """
 
 import gzip
@@ -42,20 +43,32 @@ def build_model():
     return model
 
 
-def _read(images_file, labels_file, count):
-    with gzip.open(os.path.join(MNIST_DIR, images_file)) as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1)
-    with gzip.open(os.path.join(MNIST_DIR, labels_file)) as f:
+def _read(images_file, labels_file):
+    paths = [os.path.join(MNIST_DIR, name) for name in (images_file, labels_file)]
+    for path in paths:
+        if not os.path.exists(path):
+            raise SystemExit(
+                f"convnet_task.py: no {path}; set MNIST_DIR to a folder with the "
+                "four MNIST .gz files, or unset it to download them with Keras"
+            )
+    with gzip.open(paths[0]) as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
+    with gzip.open(paths[1]) as f:
         labels = np.frombuffer(f.read(), np.uint8, offset=8)
+    return images, labels
+
+
+def _cut(images, labels, count):
     count = int(count) if count else len(labels)
-    return images[:count].astype("float32") / 255.0, labels[:count].astype("int64")
+    return images[:count].reshape(-1, 28, 28, 1).astype("float32") / 255.0, labels[:count]
 
 
 def load_data():
-    train = _read(
-        "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", os.environ.get("MNIST_TRAIN")
-    )
-    test = _read(
-        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", os.environ.get("MNIST_TEST")
-    )
+    if "MNIST_DIR" not in os.environ and not os.path.isdir(MNIST_DIR):
+        (x, y), (x_test, y_test) = keras.datasets.mnist.load_data()
+    else:
+        x, y = _read("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
+        x_test, y_test = _read("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+    train = _cut(x, y.astype("int64"), os.environ.get("MNIST_TRAIN"))
+    test = _cut(x_test, y_test.astype("int64"), os.environ.get("MNIST_TEST"))
     return train, test

@@ -24,7 +24,14 @@ READ_LOG = os.environ.get("SYNTHETIC_READ_LOG")
 
 
 def _meta() -> dict:
-    with open(os.path.join(DIR, "meta.json")) as f:
+    path = os.path.join(DIR, "meta.json")
+    if not os.path.exists(path):
+        raise SystemExit(
+            f"{os.path.basename(__file__)}: no {path}; write the data first with "
+            f"`python -m tf_mgpu.tools.synthetic --out=/tmp/synth --gigabytes=1` and set "
+            f"SYNTHETIC_DIR=/tmp/synth/full"
+        )
+    with open(path) as f:
         return json.load(f)
 
 
