@@ -2,17 +2,8 @@
 
 `tf_mgpu.main` prints any of them as one line, `tf_mgpu: error: ...` (or
 `tf_mgpu: stopped: ...`), and exits with its code, without a traceback. The
-codes are the same on every path and documented in docs/failures.md:
-
-  0   success (or nothing left to train)
-  1   a bug in tf_mgpu: an unexpected exception, with its traceback
-  2   bad command line: unknown flag, wrong type, value out of range
-  3   bad input: TF_CONFIG, data, --model_dir, checkpoints, device memory
-  4   training diverged: the loss is not finite; the last good checkpoint is kept
-  5   a peer never started within --startup_timeout
-  6   a peer was lost during training; rerunning the same command resumes
-  75  stopped by SIGTERM or SIGINT after saving a checkpoint; rerunning resumes
-      (EX_TEMPFAIL: "try again later")
+codes are the same on every path; `MEANINGS` says what each means, and
+docs/reference.md (generated from it) and docs/failures.md list them.
 """
 
 EXIT_OK = 0
@@ -24,6 +15,20 @@ EXIT_NOT_EQUIVALENT = 4  # tf_mgpu.check: N replicas do not train like one devic
 EXIT_PEERS_UNREACHABLE = 5
 EXIT_PEER_LOST = 6
 EXIT_STOPPED = 75
+
+# What each code means: docs/reference.md's table of exit codes is generated from this.
+MEANINGS = {
+    EXIT_OK: "success (or nothing left to train)",
+    EXIT_BUG: "a bug in tf_mgpu: an unexpected exception, with its traceback",
+    EXIT_USAGE: "bad command line or setting: unknown flag, wrong type, value out of range",
+    EXIT_USER_ERROR: "bad input: TF_CONFIG, data, --model_dir, checkpoints, disk, device memory",
+    EXIT_DIVERGED: "training diverged: the loss is not finite, and the last good checkpoint "
+    "is kept; from tf_mgpu.check: N replicas do not train like one device",
+    EXIT_PEERS_UNREACHABLE: "a peer never started within --startup_timeout",
+    EXIT_PEER_LOST: "a peer was lost during training; rerunning the same command resumes",
+    EXIT_STOPPED: "stopped by SIGTERM or SIGINT after saving a checkpoint; rerunning resumes "
+    '(EX_TEMPFAIL: "try again later")',
+}
 
 
 class Failure(Exception):  # noqa: N818 (an outcome, not always an error)
