@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from tf_mgpu import errors
-from tf_mgpu.config import DTYPES, Config, parse_steps_per_loop
+from tf_mgpu.config import DTYPES, Config
+from tf_mgpu.config_checks import parse_steps_per_loop
 from tf_mgpu.errors import SettingError
 
 FIELDS = {field.name: field for field in dataclasses.fields(Config)}

@@ -16,7 +16,6 @@ from typing import NoReturn
 from absl import flags, logging
 
 from tf_mgpu import config_checks, errors
-from tf_mgpu.config import parse_jit_compile
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -47,7 +46,7 @@ def usage_error(message: str) -> NoReturn:
 
 class _AutoBooleanParser(flags.ArgumentParser):
     def parse(self, argument):
-        return parse_jit_compile(argument)
+        return config_checks.parse_jit_compile(argument)
 
     def flag_type(self) -> str:
         return "auto, true or false"

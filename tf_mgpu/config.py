@@ -30,32 +30,6 @@ def setting(default, help_text: str, *, choices=None, lower=None, upper=None, **
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def parse_steps_per_loop(value) -> int | str:
-    """--steps_per_loop's value: "auto" or a positive int; ValueError for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    raise ValueError(f"{value!r} is neither auto nor a positive number of steps")
-
-
-def parse_jit_compile(value) -> bool | str:
-    """--jit_compile's value: True, False or "auto"; ValueError for anything else."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if text in ("true", "t", "1", "yes"):
-        return True
-    if text in ("false", "f", "0", "no"):
-        return False
-    raise ValueError(f"{value!r} is not one of auto, true, false")
-
-
 @dataclasses.dataclass(frozen=True)
 class Config:
     """Hyperparameters and paths of one training run.
@@ -195,7 +169,7 @@ class Config:
         "liveness check follow seconds whatever the model's step time. A number N: the progress "
         "bar, TensorBoard, batch callbacks and --checkpoint_steps act every N steps, and a call "
         "that would take longer than about --loop_seconds is cut into several.",
-        parse=parse_steps_per_loop,
+        parse=config_checks.parse_steps_per_loop,
         takes="auto or a positive integer",
     )
     loop_seconds: float = setting(
@@ -211,7 +185,7 @@ class Config:
         "the start line says why; true or false force it where the strategy allows: each whole "
         "call when a process has one replica, each replica's step on GPUs; nothing on several "
         "CPU devices or CPU workers.",
-        parse=parse_jit_compile,
+        parse=config_checks.parse_jit_compile,
         takes="auto, true or false",
     )
     input: str = setting(

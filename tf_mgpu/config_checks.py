@@ -1,4 +1,5 @@
-"""What a setting's declaration allows (`tf_mgpu.config.setting`): its type, choices, bounds.
+"""What a setting's declaration allows (`tf_mgpu.config.setting`): its type, choices, bounds,
+and the parsers of the settings given as text that is not a plain type.
 
 `Config` checks every field with `checked` whenever one is made, from flags or from
 `tf_mgpu.train(**settings)`; `tf_mgpu.cli.define_settings` runs the same `normalized` on
@@ -52,6 +53,32 @@ def _bounds(meta) -> str:
     if upper is not None:
         return f" of at most {upper:g}"
     return ""
+
+
+def parse_steps_per_loop(value) -> int | str:
+    """--steps_per_loop's value: "auto" or a positive int; ValueError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise ValueError(f"{value!r} is neither auto nor a positive number of steps")
+
+
+def parse_jit_compile(value) -> bool | str:
+    """--jit_compile's value: True, False or "auto"; ValueError for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text in ("true", "t", "1", "yes"):
+        return True
+    if text in ("false", "f", "0", "no"):
+        return False
+    raise ValueError(f"{value!r} is not one of auto, true, false")
 
 
 def checked(field: dataclasses.Field, value):

@@ -19,7 +19,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from tf_mgpu.config import parse_jit_compile
+from tf_mgpu.config_checks import parse_jit_compile
 from tf_mgpu.engine.model.layers import every_layer
 from tf_mgpu.engine.state.training_state import overridden
 from tf_mgpu.engine.step import loop
