@@ -1,4 +1,5 @@
-"""TensorBoard logs, read back from the event files a real training run wrote."""
+"""TensorBoard logs, read back from the event files a real training run wrote; and the fields
+of the summary.json and metrics.jsonl the same run wrote."""
 
 import dataclasses
 import glob
@@ -14,7 +15,7 @@ from tests.support import cpu_strategy, fresh_collective_keys, subset
 from tf_mgpu import training
 from tf_mgpu.config import Config
 from tf_mgpu.engine.state import checkpoint
-from tf_mgpu.outputs import tensorboard
+from tf_mgpu.outputs import fields, tensorboard
 
 # 2048 examples at a global batch of 64 (2 replicas x 32): 32 steps per epoch,
 # calls of 8 steps, a training point every 16 steps (and at each epoch's end).
@@ -91,6 +92,35 @@ def test_a_run_logs_epoch_metrics_training_curve_and_hparams(uninterrupted):
     assert all(v > 0 for _, v in curve["examples_per_second"])
 
     assert "hparams" in plugins(str(root)), "no HParams session at the top of the log dir"
+
+
+def declared_name(key: str, metrics: set[str]) -> str:
+    """`key` as tf_mgpu.outputs.fields declares it: `test_accuracy` is `test_<metric>`."""
+    split, _, name = key.partition("_")
+    return (
+        f"{split}_{fields.METRIC}" if split in ("train", "val", "test") and name in metrics else key
+    )
+
+
+def test_the_runs_files_hold_exactly_the_fields_the_reference_declares(uninterrupted):
+    """docs/reference.md is generated from tf_mgpu.outputs.fields: a field written without its
+    line there, or declared and no longer written, fails here."""
+    _, model_dir = uninterrupted
+    lines = [json.loads(text) for text in (model_dir / "metrics.jsonl").read_text().splitlines()]
+    summary = json.loads((model_dir / "summary.json").read_text())
+    metrics = {key.removeprefix("train_") for key in lines[0] if key.startswith("train_")}
+    metrics -= {"loss", "examples"}
+    assert metrics == {"accuracy"}, lines[0]
+    for what, written, declared in [
+        *(("metrics.jsonl", record, fields.EPOCH) for record in lines),
+        ("summary.json", summary, fields.SUMMARY),
+    ]:
+        shaped = {declared_name(key, metrics) for key in written}
+        unknown = sorted(shaped - set(declared))
+        assert not unknown, f"{what} writes {unknown}: declare them in tf_mgpu/outputs/fields.py"
+        always = {name for name, field in declared.items() if field.only is None}
+        assert not always - shaped, f"{what} lacks {sorted(always - shaped)}, declared always"
+    assert summary["history"] == lines
 
 
 def test_a_resumed_run_continues_the_curves_without_duplicates(tmp_path, mnist, uninterrupted):

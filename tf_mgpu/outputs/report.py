@@ -204,7 +204,8 @@ class Outputs:
     Each file is written whole under another name and renamed into place, so
     none is ever half-written. A resumed run keeps the epochs its checkpoint
     holds and drops any later line, so no epoch appears twice or is missing.
-    Every value is strict JSON (no NaN).
+    Every value is strict JSON (no NaN). The fields of both JSON files are declared in
+    `tf_mgpu.outputs.fields`.
     """
 
     def __init__(self, model_dir: str | None):

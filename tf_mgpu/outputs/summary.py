@@ -1,4 +1,7 @@
-"""What a run reports about itself: the summary the chief writes, and TensorBoard's hparams."""
+"""What a run reports about itself: the summary the chief writes, and TensorBoard's hparams.
+
+Every key of the summary is declared, with its meaning, in `tf_mgpu.outputs.fields`.
+"""
 
 import dataclasses
 
