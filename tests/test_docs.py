@@ -40,6 +40,7 @@ COMMANDS = (
     "tf_mgpu.tools.benchmarks.markdown",
     "tf_mgpu.tools.benchmarks.ab",
     "tf_mgpu.tools.synthetic",
+    "tf_mgpu.tools.reference",
 )
 ABSL_FLAGS = {"flagfile", "help", "helpfull", "helpshort", "undefok"}
 
@@ -50,7 +51,7 @@ module, argvs = sys.argv[1], json.loads(sys.stdin.read())
 mod = importlib.import_module(module)
 result = {"flags": [], "errors": []}
 if module in ("tf_mgpu.slurm", "tf_mgpu.kubernetes", "tf_mgpu.tools.benchmarks.markdown",
-              "tests.mutate", "tf_mgpu.tools.synthetic"):
+              "tests.mutate", "tf_mgpu.tools.synthetic", "tf_mgpu.tools.reference"):
     # argparse: the parser is built inside main(); read its flags from --help, and parse
     # each command with the parser main() builds (it exits 2 on a bad flag).
     main = importlib.import_module("tests.mutate.runner").main if module.endswith(

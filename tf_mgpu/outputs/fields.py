@@ -21,7 +21,7 @@ class Field:
 
 
 METRIC = "<metric>"
-_NO_LOSS = "the model's metrics report a loss (a model's own train_step may report none)"
+_NO_LOSS = "the model reports a loss (its own train_step or test_step may report none)"
 _VALIDATION = "a validation split (--validation_split, or load_data() returning three)"
 
 EPOCH = {
@@ -102,6 +102,6 @@ SUMMARY = {
     ),
     "peak_host_memory_training_mib": Field(
         "Peak resident memory, MiB, at the end of training, before the export.",
-        only="written by the chief into a --model_dir (always in summary.json)",
+        only="this process writes a --model_dir (the chief's: always in summary.json)",
     ),
 }
