@@ -1,2 +1,2 @@
-"""Tools behind the bench, sweep and check commands (their only importers); may import the
-library."""
+"""Tools behind the bench, sweep and check commands (their only importers), and the generator
+of docs/reference.md; may import the library."""
