@@ -5,6 +5,7 @@ An exception raised inside the user's own code keeps its traceback (exit 1).
 
 import dataclasses
 import json
+import sys
 import textwrap
 
 import keras
@@ -35,7 +36,11 @@ def load_data():
 """
 BAD_TASKS = {
     "syntax": ("def build_model(:\n", "does not import: "),
-    "import": ("import no_such_module_here\n", "No module named 'no_such_module_here'"),
+    "import": (
+        "import no_such_module_here\n",
+        "No module named 'no_such_module_here' (",
+    ),
+    "import_hint": ("import no_such_module_here\n", "; install the package that provides it"),
     "no_build_model": (
         GOOD_DATA.replace("def load_data", "import numpy as np\ndef load_data"),
         "defines no build_model()",
@@ -130,6 +135,15 @@ def test_a_bad_task_is_one_line_naming_the_file(tmp_path, kind):
         training.run(Config(task=str(path), epochs=1, batch_size=8), strategy=cpu_strategy(1))
     assert str(path) in str(error.value), error.value
     assert expected in str(error.value), error.value
+
+
+def test_a_task_that_needs_an_extra_names_the_install(tmp_path, monkeypatch):
+    # As where KerasHub is not installed (pip install -e . alone): None in sys.modules makes
+    # `import keras_hub` raise the ModuleNotFoundError a missing package raises.
+    monkeypatch.setitem(sys.modules, "keras_hub", None)
+    path = write_task(tmp_path, "import keras_hub\n" + GOOD_MODEL + GOOD_DATA)
+    with pytest.raises(UserError, match=r"install KerasHub: pip install -e '\.\[hub\]'"):
+        adapter.load(str(path))
 
 
 def test_a_task_path_that_does_not_exist_is_named():

@@ -76,7 +76,19 @@ def _where_it_failed(error: Exception) -> str:
         return f"{error.msg} ({error.filename}, line {error.lineno})"
     frames = [f for f in inspect.trace() if "importlib" not in f.filename]
     place = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
-    return f"{type(error).__name__}: {error}{place}"
+    said = f"{type(error).__name__}: {error}{place}"
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        top = error.name.partition(".")[0]
+        install = _EXTRAS.get(top, "the package that provides it")
+        said += f"; install {install}"
+    return said
+
+
+# Packages the examples import that tf_mgpu's own install leaves out: the extra that adds them.
+_EXTRAS = {
+    "keras_hub": "KerasHub: pip install -e '.[hub]' -c constraints.txt",
+    "torch": "PyTorch: pip install -e '.[bench]' -c constraints.txt",
+}
 
 
 def adapt(module, *, name: str, where: str) -> Task:
