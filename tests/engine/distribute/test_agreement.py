@@ -33,7 +33,7 @@ def agree_all(views: list[agreement.Decision], local_replicas: int = 1) -> list:
     whether each stopped for another's signal."""
     reduce = AllReduce(len(views), local_replicas)
     agreements = [
-        agreement.Agreement(
+        agreement.DecisionAgreement(
             lambda view=view: view,
             total=lambda values, rank=rank: reduce.total(rank, values),
             is_chief=rank == 0,
@@ -69,7 +69,7 @@ def test_any_workers_stop_stops_every_worker():
 
 def test_one_process_decides_alone():
     mine = agreement.Decision(stop=True, steps=3, eval_steps=2, save=True)
-    assert agreement.Agreement(lambda: mine).agree() == mine
+    assert agreement.DecisionAgreement(lambda: mine).agree() == mine
 
 
 @pytest.mark.parametrize("local_replicas", [1, 4])

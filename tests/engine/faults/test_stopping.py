@@ -15,7 +15,7 @@ from tf_mgpu.engine.distribute import agreement
 from tf_mgpu.engine.faults import stopping
 
 
-def _agreement(stop: stopping.Stop, all_reduce) -> agreement.Agreement:
+def _agreement(stop: stopping.Stop, all_reduce) -> agreement.DecisionAgreement:
     """Two workers' agreement from this worker's side: `all_reduce` stands in for the
     collective, given this worker's stop flag and returning the sum over both."""
 
@@ -25,7 +25,7 @@ def _agreement(stop: stopping.Stop, all_reduce) -> agreement.Agreement:
     def total(values: list[float]) -> list[float]:
         return [all_reduce(values[0]), *values[1:]]
 
-    return agreement.Agreement(view, total=total, is_chief=True)
+    return agreement.DecisionAgreement(view, total=total, is_chief=True)
 
 
 def test_a_signal_landing_during_the_agreement_waits_for_the_next_boundary():

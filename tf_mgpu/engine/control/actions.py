@@ -10,7 +10,7 @@ import time
 
 from tf_mgpu.engine.control.controller import Action, Moment
 from tf_mgpu.engine.distribute import collectives
-from tf_mgpu.engine.distribute.agreement import Agreement
+from tf_mgpu.engine.distribute.agreement import DecisionAgreement
 from tf_mgpu.engine.faults import stopping
 from tf_mgpu.engine.faults.liveness import Liveness
 from tf_mgpu.engine.state import checkpoint
@@ -44,7 +44,7 @@ class Checkpointing(Action):
         self._last_saved_at = clock()
         self._saved_step = None  # the step this process last saved
         self.seconds = 0.0  # spent saving, in this process
-        self.agreement: Agreement | None = None  # set once built: it asks `due_by_time`
+        self.agreement: DecisionAgreement | None = None  # set once built: it asks `due_by_time`
 
     def due_by_time(self) -> bool:
         """This process's clock says a save is due (the chief's view is the one agreed)."""
@@ -106,7 +106,7 @@ class StopOnSignal(Action):
         saving: Checkpointing,
         strategy,
         epochs: int,
-        agreement: Agreement,
+        agreement: DecisionAgreement,
     ):
         self._stop, self._saving, self._strategy, self._epochs = stop, saving, strategy, epochs
         self._agreement = agreement

@@ -126,7 +126,7 @@ class Callbacks(Action):
         self._flag_rate = flag_rate  # --learning_rate of this run (None: not given)
         self._batch_hooks = any(_overrides(c, BATCH_HOOKS) for c in callbacks)
         self._end_hooks = any(_overrides(c, ("on_train_end",)) for c in callbacks)
-        self._agreed = collectives.Agreement(strategy)
+        self._agreed = collectives.SameTextCheck(strategy)
         self._saved: dict | None = None  # what a checkpoint restored, applied at the start
         self.stopped_by: str | None = None  # the callback that set model.stop_training
         self.final: dict = {}  # val_* and test_* again, if on_train_end set the weights

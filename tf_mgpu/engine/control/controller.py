@@ -24,7 +24,7 @@ Reading the training sums (`Moment.totals`) is such a collective.
 import dataclasses
 import functools
 
-from tf_mgpu.engine.distribute.agreement import Agreement
+from tf_mgpu.engine.distribute.agreement import DecisionAgreement
 from tf_mgpu.engine.faults.liveness import Liveness
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import Diverged
@@ -85,7 +85,7 @@ class Controller:
         trainer: Trainer,
         epochs: int,
         actions: list[Action],
-        agreement: Agreement,
+        agreement: DecisionAgreement,
         liveness: Liveness,
     ):
         self._trainer, self._epochs, self._actions = trainer, epochs, actions

@@ -42,7 +42,7 @@ class Decision:
     bad: int = 0
 
 
-class Agreement:
+class DecisionAgreement:
     """Turns each worker's view (a `Decision` of its own) into the one every worker acts on.
 
     `total(values)` sums a list of floats over every replica of every worker
@@ -91,10 +91,10 @@ class Agreement:
 def for_strategy(strategy, view: Callable[[], Decision], *, multi_worker: bool, is_chief: bool):
     """The agreement of `strategy`'s workers: an all-reduce under MultiWorkerMirroredStrategy."""
     if not multi_worker:
-        return Agreement(view)
+        return DecisionAgreement(view)
     from tf_mgpu.engine.distribute import strategies
 
-    return Agreement(
+    return DecisionAgreement(
         view,
         total=strategies.replica_sum(strategy),
         is_chief=is_chief,

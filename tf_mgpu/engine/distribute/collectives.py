@@ -92,12 +92,12 @@ def same_weights_everywhere(strategy: tf.distribute.Strategy, num_workers: int, 
 
 def same_everywhere(strategy: tf.distribute.Strategy, text: str) -> bool:
     """Whether every worker holds this same `text` (True at once outside
-    MultiWorkerMirroredStrategy); see `Agreement`, to ask more than once."""
-    return Agreement(strategy)(text)
+    MultiWorkerMirroredStrategy); see `SameTextCheck`, to ask more than once."""
+    return SameTextCheck(strategy)(text)
 
 
-class Agreement:
-    """`agreement(text)`: whether every worker holds this same `text` (True at once outside
+class SameTextCheck:
+    """`check(text)`: whether every worker holds this same `text` (True at once outside
     MultiWorkerMirroredStrategy). Collective: every worker must ask at the same point.
 
     The sha256 of each worker's `text` is cut into 16-bit numbers; summing them and their
