@@ -146,7 +146,7 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         trainer = Trainer(strategy, config, work, datasets)
         # --input=auto resolved; the optimizer's gradient_accumulation_steps taken as ours.
         config = dataclasses.replace(
-            config, input=trainer.input, accumulation_steps=trainer.accumulation_steps
+            config, input=trainer.input_mode, accumulation_steps=trainer.accumulation_steps
         )
         keras_callbacks = callbacks.from_task(
             work,
@@ -166,7 +166,7 @@ def _run(config, task, strategy, datasets, flagfile, stop, clock, splits_given):
         is_chief=node.is_chief,
         warn=chief_print,
         extra=keras_callbacks,
-        inputs=trainer.inputs,
+        inputs=trainer.stream_loop,
         may_lack=trainer.state.may_lack,
         settle=trainer.state.settle,
     )

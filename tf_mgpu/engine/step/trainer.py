@@ -43,7 +43,7 @@ class Trainer:
         # Resident where the arrays fit, else read by index (a tf.data split streams).
         self.placement = placement.place(config.input, strategy, datasets, task.where)
         datasets = self.placement.datasets
-        self.input = self.placement.input
+        self.input_mode = self.placement.input  # --input resolved: resident, index or stream
         self._strategy, self._config, self._datasets = strategy, config, datasets
         self.task = task
         # The model is built, checked and probed on one replica's batch, as fit builds on its
@@ -84,7 +84,7 @@ class Trainer:
             )
         check_labels(self.state.compiled.sparse_classes, datasets, task.where)
         self.state.per_replica.extend(self._updated_per_replica())
-        self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input)
+        self.jit = jit.choose(config.jit_compile, strategy, self.state.model, self.input_mode)
         self.jit_scope = self.jit.scope
         self.learning_rate = schedules.apply(
             self.state.optimizer,
@@ -105,7 +105,7 @@ class Trainer:
         self._train = self._evals = None
         self._finished = False  # the last train_epoch ran every step of its epoch
         # A tf.data split's loop, made now: its place in the data is saved with each checkpoint.
-        self.inputs = self._stream_train()
+        self.stream_loop = self._stream_train()
         self.call_seconds = 0.0  # spent in training calls so far, in this process
         # The last training call: its first step in the epoch, its steps, and its first
         # step (from 1) whose loss was not finite here, 0 if none (see `train_epoch`).
@@ -191,7 +191,7 @@ class Trainer:
             prefix: (self._eval_loop(split, sums), sums)
             for prefix, (split, sums) in self._evaluated.items()
         }
-        if self.input == "resident":
+        if self.input_mode == "resident":
             self._train = loop.ResidentTrain(
                 strategy,
                 train_step,
@@ -202,8 +202,8 @@ class Trainer:
                 scope=self.jit_scope,
                 preprocess=self.task.preprocess,
             )
-        elif self.inputs is not None:
-            self._train = self.inputs
+        elif self.stream_loop is not None:
+            self._train = self.stream_loop
         else:
             epoch, step = self.position()
             train_fn = functools.partial(
@@ -227,7 +227,7 @@ class Trainer:
         """The compiled pass over every example of `split`, measuring into `sums`."""
         eval_step = steps.eval_step(self.state.model, sums)
         preprocess = self.task.preprocess
-        if self.input == "resident":
+        if self.input_mode == "resident":
             return loop.ResidentEval(
                 self._strategy,
                 eval_step,

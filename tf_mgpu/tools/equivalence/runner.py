@@ -68,8 +68,8 @@ def check(config: Config, replicas: int, steps: int) -> Outcome:
         randomness_off=turned_off,
         unsynchronized=replicas_lib.unsynchronized_batch_norm(model),
         retrace_differs=sides.retrace_differs(one, datasets.train),
-        xla_one=jit.choose(config.jit_compile, one_strategy, model, one.trainer.input),
-        xla_many=jit.choose(config.jit_compile, many_strategy, model, many.trainer.input),
+        xla_one=jit.choose(config.jit_compile, one_strategy, model, one.trainer.input_mode),
+        xla_many=jit.choose(config.jit_compile, many_strategy, model, many.trainer.input_mode),
         memory=memory_per_replica(many, one.outputs),
         own_step=", ".join(m for m in overridden(model) if not m.endswith(".test_step")) or None,
         per_replica_state=tuple(
