@@ -22,8 +22,9 @@ from tf_mgpu.engine.faults import liveness, stopping
 from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.input.data import Data
 from tf_mgpu.engine.model import unseeded
+from tf_mgpu.engine.model.own_steps import overridden
 from tf_mgpu.engine.state import checkpoint
-from tf_mgpu.engine.state.training_state import TrainState, overridden
+from tf_mgpu.engine.state.training_state import TrainState
 from tf_mgpu.engine.step import replica_state, replicas
 from tf_mgpu.engine.step.trainer import Trainer
 from tf_mgpu.errors import UserError

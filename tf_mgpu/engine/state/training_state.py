@@ -21,9 +21,8 @@ from tf_mgpu.engine.model.compiled import (
     check_compiled,
     check_sample_weights,
     has_call,
-    overrides,
-    trains_own_loss,
 )
+from tf_mgpu.engine.model.own_steps import evaluates_own_step, runs_own_step
 from tf_mgpu.engine.state import lazy_state, optimizer_slots
 from tf_mgpu.engine.task import Task
 from tf_mgpu.errors import UserError
@@ -55,12 +54,12 @@ class TrainState:
 
     @property
     def own_step(self) -> bool:
-        """Whether the model trains with its own `train_step` (see `runs_own_step`)."""
+        """Whether the model trains with its own `train_step` (`own_steps.runs_own_step`)."""
         return runs_own_step(self.model)
 
     @property
     def own_eval(self) -> bool:
-        """Whether the model is evaluated with its `test_step` (see `evaluates_own_step`)."""
+        """Whether the model is evaluated by its `test_step` (`own_steps.evaluates_own_step`)."""
         return evaluates_own_step(self.model)
 
     def metrics_for(self, name: str) -> metrics.ModelMetrics:
@@ -249,25 +248,6 @@ def _take_accumulation(net: keras.Model, where: str) -> int | None:
     for holder in found:
         holder.gradient_accumulation_steps = None
     return steps
-
-
-def runs_own_step(net: keras.Model) -> bool:
-    """Whether the model's class overrides `train_step` or `compute_loss`: then its
-    `train_step` (Keras's own, calling that `compute_loss`) trains it, on each replica,
-    as Keras's `fit` runs it."""
-    return trains_own_loss(net)
-
-
-def evaluates_own_step(net: keras.Model) -> bool:
-    """Whether the model's class overrides `test_step` or `compute_loss`: then its
-    `test_step` evaluates it on each replica, as Keras's `evaluate` runs it."""
-    return overrides(net, "test_step") or overrides(net, "compute_loss")
-
-
-def overridden(net: keras.Model) -> list[str]:
-    """The step methods the model's class overrides, as 'Class.method'."""
-    methods = ("train_step", "compute_loss", "test_step")
-    return [f"{type(net).__name__}.{m}" for m in methods if overrides(net, m)]
 
 
 def _step_counter() -> tf.Variable:

@@ -8,7 +8,7 @@ import tensorflow as tf
 from tf_mgpu.engine.input import data
 from tf_mgpu.engine.model import added_losses, metrics
 from tf_mgpu.engine.model.compiled import build_compiled, check_compiled
-from tf_mgpu.engine.state.training_state import evaluates_own_step
+from tf_mgpu.engine.model.own_steps import evaluates_own_step
 from tf_mgpu.engine.step import loop
 from tf_mgpu.engine.step import replica_steps as steps
 from tf_mgpu.errors import UserError

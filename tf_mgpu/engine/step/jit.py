@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from tf_mgpu.config_checks import parse_jit_compile
 from tf_mgpu.engine.model.layers import every_layer
-from tf_mgpu.engine.state.training_state import overridden
+from tf_mgpu.engine.model.own_steps import overridden
 from tf_mgpu.engine.step import loop
 
 # Layers whose XLA CPU kernels are slower than TensorFlow's own (oneDNN) ones.

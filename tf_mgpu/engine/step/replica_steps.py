@@ -19,11 +19,8 @@ import tensorflow as tf
 
 from tf_mgpu.engine.input import data
 from tf_mgpu.engine.model import added_losses, compiled, metrics
-from tf_mgpu.engine.state.training_state import (
-    TrainState,
-    evaluates_own_step,
-    replica_random_streams,
-)
+from tf_mgpu.engine.model.own_steps import evaluates_own_step
+from tf_mgpu.engine.state.training_state import TrainState, replica_random_streams
 from tf_mgpu.engine.step import masked_losses, replica_state, sparse_gradients
 
 

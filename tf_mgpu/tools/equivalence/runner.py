@@ -7,7 +7,7 @@ import numpy as np
 from tf_mgpu.config import Config
 from tf_mgpu.engine.input import stream
 from tf_mgpu.engine.input.data import Data
-from tf_mgpu.engine.state.training_state import overridden
+from tf_mgpu.engine.model.own_steps import overridden
 from tf_mgpu.engine.step import jit, replica_state
 from tf_mgpu.engine.step import replicas as replicas_lib
 from tf_mgpu.errors import UserError
