@@ -5,10 +5,8 @@
 - `xla_floor`: the fastest plain TensorFlow loop for this model: no strategy, no
   Keras, one XLA call per epoch.
 
-Every loop returns the same dict: `epoch_seconds` (training steps only, one
-entry per epoch, timed the same way in every loop: wall clock around the
-epoch's steps, after a value is read back), `train_examples_per_epoch`,
-`test_accuracy` and `peak_memory_mib` (this process's peak RSS).
+Every loop returns the same dict (`tf_mgpu.tools.benchmarks.reference_loop`), as do the
+task's loops of `tf_mgpu.tools.benchmarks.task_fit`, which `run` starts too.
 
 TensorFlow and torch are imported inside the loops that use them: the seed's
 process must not pay for importing TensorFlow, nor the others for torch.
@@ -17,7 +15,6 @@ process must not pay for importing TensorFlow, nor the others for torch.
 import gzip
 import json
 import os
-import resource
 import time
 
 import numpy as np
@@ -25,6 +22,7 @@ import numpy as np
 from tf_mgpu import strict_json
 from tf_mgpu.errors import UserError
 from tf_mgpu.tasks.mnist import splits
+from tf_mgpu.tools.benchmarks.reference_loop import BATCH_SIZE, epoch_timer, result
 
 REFERENCES = (
     "seed_torch",
@@ -35,7 +33,6 @@ REFERENCES = (
     "task_floor",
 )
 RESULT_PREFIX = "tf_mgpu bench result: "
-BATCH_SIZE = 64
 LEARNING_RATE = 0.01
 
 # The original files, by split, as the seed's torchvision reads them.
@@ -61,6 +58,8 @@ def run(
     if name == "keras_fit":
         return keras_fit(data_dir, manual_dir, epochs, train_split, test_split)
     if name == "keras_fit_task":
+        # Here, not at the top: task_fit imports the engine, so TensorFlow (which
+        # seed_torch's process must not load); task_fit imports nothing of this module.
         from tf_mgpu.tools.benchmarks import task_fit
 
         return task_fit.keras_fit_task(task, data_dir, manual_dir, epochs, train_split, test_split)
@@ -90,15 +89,6 @@ def parse_result(stdout: str) -> dict:
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX) :])
     raise ValueError(f"no line starting with {RESULT_PREFIX!r} in the output")
-
-
-def result(epoch_seconds: list[float], examples: int, test_accuracy: float) -> dict:
-    return {
-        "epoch_seconds": epoch_seconds,
-        "train_examples_per_epoch": examples,
-        "test_accuracy": test_accuracy,
-        "peak_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
 
 
 def split_slice(spec: str, sizes: dict[str, int]) -> tuple[str, slice]:
@@ -249,26 +239,6 @@ def _keras_dataset(split, shuffle: bool):
     if shuffle:
         dataset = dataset.shuffle(60_000, reshuffle_each_iteration=True)
     return dataset.batch(BATCH_SIZE)
-
-
-def epoch_timer():
-    """A Keras callback whose `seconds` lists each epoch's training time."""
-    import keras
-
-    class EpochTimer(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.seconds = []
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._started = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            # Reading a weight back waits for the epoch's last update.
-            keras.ops.convert_to_numpy(self.model.trainable_weights[-1])
-            self.seconds.append(time.perf_counter() - self._started)
-
-    return EpochTimer()
 
 
 def xla_floor(

@@ -18,7 +18,7 @@ Achieved FLOP/s is then steady examples/s x FLOP per example (`tools.benchmarks.
 
 import time
 
-from tf_mgpu.tools.benchmarks import baselines, task_fit
+from tf_mgpu.tools.benchmarks import reference_loop, task_fit
 
 MATMUL_SIZES = (512, 1024, 2048)
 _WORK = 2e10  # FLOP per timed call: about 0.1 s at 200 GFLOP/s, long against dispatch
@@ -31,7 +31,7 @@ def measure(task: str, data_dir, manual_dir, train_split: str, test_split: str) 
     peak, size = matmul_peak()
     return {
         "train_flops_per_example": flops,
-        "batch_size": baselines.BATCH_SIZE,
+        "batch_size": reference_loop.BATCH_SIZE,
         "matmul_peak_flops": peak,
         "matmul_size": size,
     }
@@ -45,7 +45,7 @@ def step_flops(task: str, data_dir, manual_dir, train_split: str, test_split: st
 
     found = task_fit.prepared(task, data_dir, manual_dir, train_split, test_split)
     _, datasets, net, host = found
-    batch = baselines.BATCH_SIZE
+    batch = reference_loop.BATCH_SIZE
     x = tf.nest.map_structure(lambda a: tf.constant(a[:batch]), host(datasets.train.x))
     y = tf.constant(datasets.train.y[:batch])
     # The compiled loss, as tf_mgpu's step takes it from the model.

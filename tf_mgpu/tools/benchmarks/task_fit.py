@@ -14,7 +14,7 @@ import numpy as np
 
 from tf_mgpu.config import Config
 from tf_mgpu.engine.input import stream
-from tf_mgpu.tools.benchmarks import baselines
+from tf_mgpu.tools.benchmarks import reference_loop
 
 
 def prepared(
@@ -61,13 +61,13 @@ def keras_fit_task(
     dtype: str | None = None,
 ) -> dict:
     _, datasets, net, host = prepared(task, data_dir, manual_dir, train_split, test_split, dtype)
-    timer = baselines.epoch_timer()
+    timer = reference_loop.epoch_timer()
     started = time.perf_counter()
     x_train = host(datasets.train.x)
     net.fit(
         x_train,
         datasets.train.y,
-        batch_size=baselines.BATCH_SIZE,
+        batch_size=reference_loop.BATCH_SIZE,
         epochs=epochs,
         shuffle=True,
         callbacks=[timer],
@@ -75,7 +75,7 @@ def keras_fit_task(
     )
     timer.seconds[0] += time.perf_counter() - started - sum(timer.seconds)  # setup counts once
     accuracy = _accuracy(net, host, datasets.test)
-    return baselines.result(timer.seconds, len(datasets.train), accuracy)
+    return reference_loop.result(timer.seconds, len(datasets.train), accuracy)
 
 
 def task_floor(
@@ -108,7 +108,7 @@ def task_floor(
         net.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
-    size, batch = len(datasets.train), baselines.BATCH_SIZE
+    size, batch = len(datasets.train), reference_loop.BATCH_SIZE
     setup = time.perf_counter() - started
     seconds = []
     for epoch in range(epochs):
@@ -119,4 +119,4 @@ def task_floor(
         float(loss)  # waits for the epoch's last step
         seconds.append(time.perf_counter() - began)
     seconds[0] += setup  # counted once, with the first epoch (as fit's)
-    return baselines.result(seconds, len(datasets.train), _accuracy(net, host, datasets.test))
+    return reference_loop.result(seconds, len(datasets.train), _accuracy(net, host, datasets.test))
