@@ -13,12 +13,14 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "tf_mgpu"
 
-# The top-level commands (`python -m tf_mgpu.<name>`) and training.py, which assembles the run.
+# The top-level commands (`python -m tf_mgpu.<name>`), and training.py, which assembles the
+# run, with the modules of its phases.
 COMMANDS = tuple(
     f"tf_mgpu.{name}"
     for name in (
         *("main", "evaluate", "predict", "launch", "slurm", "kubernetes", "devices"),
         *("sweep", "bench", "check", "api", "training"),
+        *("building", "resuming", "start_lines", "finishing"),
     )
 )
 
