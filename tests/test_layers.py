@@ -1,11 +1,14 @@
-"""The layout's import rules (layout.md, section 3.1): one-way layers, and TF-free parts.
+"""The layout's import rules (docs/design.md, "The packages"): one-way layers, TF-free parts,
+and a table that names every module.
 
 An AST scan of every module under tf_mgpu/, lazy imports inside functions
-included, and a fresh interpreter that imports the TF-free parts.
+included, a fresh interpreter that imports the TF-free parts, and the table read
+against the files.
 """
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -25,8 +28,8 @@ COMMANDS = tuple(
 )
 
 # Part -> the modules and packages nothing in that part may import. These are the rules
-# enforced; the rest of the table in layout.md (e.g. `tools` importing only what it needs)
-# is not checked here.
+# enforced; the rest of the table in docs/design.md (e.g. `tools` importing only what it
+# needs) is not checked here.
 FORBIDDEN = {
     "tf_mgpu.engine": ("tf_mgpu.outputs", "tf_mgpu.tasks", "tf_mgpu.tools", *COMMANDS),
     "tf_mgpu.outputs": ("tf_mgpu.tasks", "tf_mgpu.tools", *COMMANDS),
@@ -138,3 +141,42 @@ def test_the_tf_free_parts_import_without_tensorflow():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", f"TensorFlow loaded: {done.stdout[:500]}"
+
+
+DESIGN = PACKAGE.parent / "docs" / "design.md"
+
+
+def design_table() -> dict[pathlib.Path, list[str]]:
+    """docs/design.md's package table: each row's package (a folder of tf_mgpu/, or a module
+    such as `engine/task.py`) -> the names its modules column gives, `x` a module and `x/` a
+    package inside it. Two rows of one package (tf_mgpu's commands and its vocabulary) add up."""
+    text = DESIGN.read_text().split("## The packages", 1)[1].split("\n## ", 1)[0]
+    rows: dict[pathlib.Path, list[str]] = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 4 or not cells[0][:1].isdigit():
+            continue  # the header, its rule, or prose
+        (package,) = re.findall(r"`([^`]+)`", cells[1])
+        where = PACKAGE if package == "tf_mgpu" else PACKAGE / package.rstrip("/")
+        rows.setdefault(where, []).extend(re.findall(r"`([^`]+)`", cells[3]))
+    return rows
+
+
+def named_file(where: pathlib.Path, name: str) -> pathlib.Path:
+    """The file a name in the table stands for: `x` is x.py in `where`, `x/` is x/__init__.py."""
+    return where / name[:-1] / "__init__.py" if name.endswith("/") else where / f"{name}.py"
+
+
+def test_the_design_table_names_every_module_and_only_modules_that_exist():
+    rows = design_table()
+    assert {PACKAGE, PACKAGE / "engine" / "task.py", PACKAGE / "tools" / "benchmarks"} <= set(rows)
+    named = set()
+    for where, names in rows.items():
+        assert len(names) == len(set(names)), f"{where.name}: a module named twice: {names}"
+        # `engine/task.py`'s row is the module itself.
+        named |= {where} if where.suffix == ".py" else {named_file(where, n) for n in names}
+    modules = {path for path in MODULES if path.name != "__init__.py"}
+    missing = sorted(str(path.relative_to(PACKAGE)) for path in modules - named)
+    assert not missing, f"modules docs/design.md's table does not name (add to its row): {missing}"
+    stale = sorted(str(path.relative_to(PACKAGE)) for path in named if not path.is_file())
+    assert not stale, f"docs/design.md's table names what tf_mgpu/ does not hold: {stale}"
