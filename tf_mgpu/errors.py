@@ -29,6 +29,18 @@ MEANINGS = {
     EXIT_STOPPED: "stopped by SIGTERM or SIGINT after saving a checkpoint; rerunning resumes "
     '(EX_TEMPFAIL: "try again later")',
 }
+# The same, in the few words the launcher's lines give each worker's exit ('exit 6 (lost a
+# peer)'): one table of codes, so a new code is described in both or the test of both fails.
+BRIEF = {
+    EXIT_OK: "success",
+    EXIT_BUG: "a bug or a crash",
+    EXIT_USAGE: "bad command line",
+    EXIT_USER_ERROR: "bad input",
+    EXIT_DIVERGED: "diverged",
+    EXIT_PEERS_UNREACHABLE: "a peer never started",
+    EXIT_PEER_LOST: "lost a peer",
+    EXIT_STOPPED: "stopped after saving",
+}
 
 
 class Failure(Exception):  # noqa: N818 (an outcome, not always an error)

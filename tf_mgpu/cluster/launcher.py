@@ -63,16 +63,6 @@ NOT_RESTARTED = {
     errors.EXIT_DIVERGED: "the same checkpoint at the same learning rate diverges again",
     errors.EXIT_STOPPED: "a worker was stopped by a signal, which is a request, not a failure",
 }
-_MEANINGS = {
-    errors.EXIT_OK: "success",
-    errors.EXIT_BUG: "a bug or a crash",
-    errors.EXIT_USAGE: "bad command line",
-    errors.EXIT_USER_ERROR: "bad input",
-    errors.EXIT_DIVERGED: "diverged",
-    errors.EXIT_PEERS_UNREACHABLE: "a peer never started",
-    errors.EXIT_PEER_LOST: "lost a peer",
-    errors.EXIT_STOPPED: "stopped after saving",
-}
 # A worker that lost its port to another process before binding it fails
 # through no fault of its own: the group starts again on new ports, this many
 # times at most, without counting against max_restarts.
@@ -152,7 +142,7 @@ def describe(code: int) -> str:
     if code > 128:
         with contextlib.suppress(ValueError):
             return f"exit {code} (killed by {signal.Signals(code - 128).name})"
-    meaning = _MEANINGS.get(code)
+    meaning = errors.BRIEF.get(code)
     return f"exit {code} ({meaning})" if meaning else f"exit {code}"
 
 
